@@ -1,0 +1,21 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "AwesomeCommand",
+    products: [
+        .library(name: "CommandCore", targets: ["CommandCore"]),
+        .library(name: "CommandGraph", targets: ["CommandGraph"]),
+    ],
+    targets: [
+        .target(name: "CommandCore"),
+        .target(name: "CommandGraph", dependencies: ["CommandCore"]),
+        .executableTarget(
+            name: "Quickstart",
+            dependencies: ["CommandCore"],
+            path: "Examples/Quickstart"
+        ),
+        .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,235 @@
+import Foundation
+import Synchronization
+
+/// Identifies one execute walk; a node claimed by a walk belongs to it until registered.
+private let walkCounter = Atomic<UInt64>(1)
+
+/// Tells dependents that a command ended, and their dependents if they ended because of it, with a
+/// loop: a failure at the root of a million-deep chain must not recurse a million times.
+func propagate(_ first: Propagation) {
+    var stack = [first]
+    while let propagation = stack.popLast() {
+        for dependent in propagation.dependents {
+            if let next = dependent.dependencyDidFinish(
+                propagation.outcome, dependencyName: propagation.source.displayName)
+            {
+                stack.append(next)
+            }
+        }
+    }
+}
+
+/// The name of any operation, for messages.
+func describe(_ operation: Operation) -> String {
+    if let node = operation as? any DependencyNode { return node.displayName }
+    return operation.name ?? String(describing: type(of: operation))
+}
+
+extension Command: DependencyNode {
+    var dependencySnapshot: [Operation] { machine.withLock { $0.dependencies } }
+
+    func claim(walk: UInt64) -> Claim { machine.withLock { $0.claim(walk: walk) } }
+
+    func leaveStack(walk: UInt64) { machine.withLock { $0.leaveStack(walk: walk) } }
+
+    func addDependent(_ node: any DependencyNode) -> Registration { machine.withLock { $0.addDependent(node) } }
+
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String) -> Propagation? {
+        // The dependency's name is computed outside this command's lock (it takes the dependency's),
+        // and only when it is needed.
+        let dependency = outcome.isSuccess ? "" : dependencyName()
+        let action = machine.withLock {
+            $0.dependencyFinished(outcome, dependencyName: dependency, typeName: String(describing: Self.self))
+        }
+        switch action {
+        case .none:
+            return nil
+        case .enqueue(let external):
+            enqueue(external: external)
+            return nil
+        case .ended(let ending):
+            return performLocally(ending)
+        }
+    }
+
+    /// Executes this command and every pending command it depends on, directly or not.
+    ///
+    /// Phase one walks the pending dependencies depth first with an explicit stack (no recursion, so
+    /// a million-deep chain is fine), claiming each for this walk and finding cycles (an edge to a
+    /// node still on the stack). Phase two registers each node with its dependencies in post-order
+    /// (dependencies first); a node whose dependencies all finished is handed to its queue at once.
+    ///
+    /// - Complexity: O(nodes + edges) of the pending part of the graph.
+    func executeGraph() {
+        let walk = walkCounter.wrappingAdd(1, ordering: .relaxed).oldValue
+        guard case .claimed(let rootDependencies) = claim(walk: walk) else { return }
+        if rootDependencies.isEmpty {
+            leaveStack(walk: walk)
+            for node in register(walk: walk, cycleError: nil) { node.executeGraph() }
+            return
+        }
+
+        var stack = [WalkFrame(node: self, dependencies: rootDependencies)]
+        var postOrder: [any DependencyNode] = []
+        var cycles: [ObjectIdentifier: CommandError] = [:]
+        while !stack.isEmpty {
+            let top = stack.count - 1
+            guard stack[top].next < stack[top].dependencies.count else {
+                let frame = stack.removeLast()
+                frame.node.leaveStack(walk: walk)
+                postOrder.append(frame.node)
+                continue
+            }
+            let dependency = stack[top].dependencies[stack[top].next]
+            stack[top].next += 1
+            guard let node = dependency as? any DependencyNode else { continue }
+            switch node.claim(walk: walk) {
+            case .claimed(let dependencies):
+                stack.append(WalkFrame(node: node, dependencies: dependencies))
+            case .onStack:
+                let start = stack.lastIndex { $0.node === node } ?? top
+                let path = stack[start...].map { $0.node.displayName } + [node.displayName]
+                for frame in stack[start...] {
+                    cycles[ObjectIdentifier(frame.node)] = .cycle(frame.node.displayName, path: path)
+                }
+            case .notPending:
+                break
+            }
+        }
+        var late: [any DependencyNode] = []
+        for node in postOrder {
+            late += node.register(walk: walk, cycleError: cycles[ObjectIdentifier(node)])
+        }
+        for node in late { node.executeGraph() }
+    }
+
+    /// Phase two for this node; returns dependencies found pending (added during the walk), which the
+    /// caller executes.
+    func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode] {
+        if let error = cycleError ?? machine.withLock({ $0.misuse }) {
+            if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+            return []
+        }
+        guard let dependencies = machine.withLock({ $0.beginWaiting(walk: walk) }) else { return [] }
+        var late: [any DependencyNode] = []
+        for dependency in dependencies {
+            if let node = dependency as? any DependencyNode {
+                switch node.addDependent(self) {
+                case .registered(let pending):
+                    if pending { late.append(node) }
+                case .ended(let outcome):
+                    if let next = dependencyDidFinish(outcome, dependencyName: node.displayName) { propagate(next) }
+                }
+            } else {
+                watch(dependency)
+            }
+        }
+        // Release the registration hold: enqueues the command if every dependency had finished.
+        if let next = dependencyDidFinish(.completed, dependencyName: "") { propagate(next) }
+        return late
+    }
+
+    /// Watches a plain `Operation` dependency through its `completionBlock` (Foundation posts no
+    /// usable KVO on Linux): the previous block is wrapped, runs first, and is restored after.
+    private func watch(_ operation: Operation) {
+        let once = OnceFlag()
+        let previous = operation.completionBlock
+        let notify: @Sendable () -> Void = { [self] in
+            guard once.claim() else { return }
+            operation.completionBlock = previous
+            let outcome: Outcome =
+                operation.isCancelled ? .cancelled(.cancelled(describe(operation))) : .completed
+            if let next = dependencyDidFinish(outcome, dependencyName: describe(operation)) { propagate(next) }
+        }
+        if operation.isFinished {
+            notify()
+            return
+        }
+        operation.completionBlock = {
+            previous?()
+            notify()
+        }
+        if operation.isFinished { notify() }
+    }
+
+    // MARK: - Edges
+
+    func addEdge(_ operation: Operation) {
+        let isSelf = operation === self
+        let typeName = String(describing: Self.self)
+        let action = machine.withLock { $0.addDependency(operation, isSelf: isSelf, typeName: typeName) }
+        switch action {
+        case .none, .duplicate:
+            return
+        case .failNow(let error):
+            if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+        case .ignoredFinished:
+            diagnose(.alreadyFinished, "addDependency(\(describe(operation))) after the command ended is ignored.")
+        case .failAfterStart:
+            let error = CommandError.dependencyAddedAfterStart(displayName, dependency: describe(operation))
+            if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+        case .registerLate:
+            if let path = cyclePath(adding: operation) {
+                let error = CommandError.cycle(displayName, path: path)
+                if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+                return
+            }
+            if let node = operation as? any DependencyNode {
+                switch node.addDependent(self) {
+                case .registered(let pending):
+                    if pending { node.executeGraph() }
+                case .ended(let outcome):
+                    if let next = dependencyDidFinish(outcome, dependencyName: node.displayName) { propagate(next) }
+                }
+            } else {
+                watch(operation)
+            }
+        }
+    }
+
+    func removeEdge(_ operation: Operation) {
+        if !machine.withLock({ $0.removeDependency(operation) }) {
+            diagnose(
+                .dependencyAddedAfterStart,
+                "removeDependency(\(describe(operation))) after execute is ignored: remove edges before executing.")
+        }
+    }
+
+    /// The cycle that `self.addDependency(operation)` would close, as names from `self` back to
+    /// `self`, or nil. A depth-first search over the dependencies of `operation`.
+    ///
+    /// - Complexity: O(nodes + edges) reachable from `operation`.
+    private func cyclePath(adding operation: Operation) -> [String]? {
+        var parent: [ObjectIdentifier: Operation] = [:]
+        var visited: Set<ObjectIdentifier> = [ObjectIdentifier(operation)]
+        var stack = [operation]
+        while let current = stack.popLast() {
+            guard let node = current as? any DependencyNode else { continue }
+            for dependency in node.dependencySnapshot {
+                if dependency === self {
+                    var chain = [current]
+                    while let up = parent[ObjectIdentifier(chain[chain.count - 1])] { chain.append(up) }
+                    return [displayName] + chain.reversed().map(describe) + [displayName]
+                }
+                if visited.insert(ObjectIdentifier(dependency)).inserted {
+                    parent[ObjectIdentifier(dependency)] = current
+                    stack.append(dependency)
+                }
+            }
+        }
+        return nil
+    }
+}
+
+/// One node on the execute walk's stack.
+private struct WalkFrame {
+    let node: any DependencyNode
+    let dependencies: [Operation]
+    var next = 0
+}
+
+/// True for the first caller of `claim()` only.
+final class OnceFlag: Sendable {
+    private let done = Atomic<Bool>(false)
+    func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+}

@@ -1,0 +1,274 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A unit of business logic that runs once, asynchronously, on its own `OperationQueue`, reports
+/// values and one terminal event through a ``CommandResult``, and composes with other commands through
+/// `addDependency`.
+///
+/// Subclass it and override ``run(_:)`` (the parameters are the subclass's own properties), or pass a
+/// closure:
+///
+/// ```swift
+/// let fetch = Command<Data> { result in
+///     let task = session.dataTask(with: url) { data, _, error in
+///         if let data { result.succeed(data) } else { result.fail(error!) }
+///     }
+///     task.resume()
+///     return BlockCancelable { task.cancel() }
+/// }
+/// fetch.execute { event in print(event) }
+/// ```
+///
+/// **Running.** ``execute(on:_:)`` (or `start()`, or adding it to an `OperationQueue`) starts it:
+/// its dependencies that are commands and have not started are executed too; once every dependency
+/// finished, the command is handed to ``executeQueue`` and ``run(_:)`` is called there. A command
+/// runs at most once; executing it again attaches another observer to the same run, which first gets
+/// everything sent so far (see ``replay``), then the live events. A fresh run is a fresh instance.
+///
+/// **Dependencies.** `addDependency(_:)` keeps Foundation's meaning (the command starts only after the
+/// dependency finished) and `dependencies` lists the edges, but readiness is tracked by the command
+/// itself: Foundation's own mechanism is quadratic on a shared queue and can hang or crash on Linux.
+/// When a dependency fails or is cancelled, the command does not run: it ends ``CommandState/cancelled(_:)``
+/// with a ``CommandError`` of code ``CommandError/Code/dependencyFailed`` or
+/// ``CommandError/Code/dependencyCancelled`` naming the dependency, and its observers get that as
+/// `.cancelled(error)`. A dependency cycle found when the command is executed fails every command of
+/// the cycle with ``CommandError/Code/dependencyCycle``, naming the cycle. A plain `Operation`
+/// dependency is not started by the command (enqueue it yourself); it is watched through its
+/// `completionBlock`, which is wrapped (the previous block still runs first) and restored afterwards.
+///
+/// **Callbacks.** Each observer's events arrive on the ``CallbackContext`` captured when it called
+/// `execute` (or the one it named), in the order sent, one at a time, the terminal event last. Values
+/// travel to the context with one hop per burst.
+///
+/// **Cancel.** `cancel()`, the token `execute` returns, or a released ``CancelBag`` holding it: the
+/// cancelable `run` returned is cancelled once (outside any lock), ``CommandResult/isCancelled`` turns
+/// true, observers get `.cancelled` as their terminal event, later sends are ignored, and no value
+/// callback starts on any context after `cancel()` returned (a value whose delivery was claimed before
+/// may still be running). A command cancelled before it ran never calls `run`; it stays alive until
+/// its dependencies finished. Dependents of a cancelled command end cancelled (see above).
+///
+/// **Threads.** Every member may be called from any thread. No lock is held while user code runs
+/// (`run`, callbacks, cancelables). Nothing here blocks a thread.
+///
+/// - Note: Set `name`, `replay`, ``executeQueue``, ``underlyingQueue`` and `qualityOfService` before
+///   executing. `name` is stored under the command's lock (Foundation's own is unsynchronised).
+open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable {
+    // `@unchecked Sendable`: every mutable field of the command lives in `machine` (guarded by its
+    // mutex) or in `queueSettings` (guarded by its own mutex); the two are never held together.
+    let machine: Mutex<CommandStateMachine<Output>>
+    private let queueSettings = Mutex(QueueSettings())
+
+    struct QueueSettings {
+        var queue: OperationQueue?
+        var ownsQueue = true
+        var underlying: DispatchQueue?
+        var handedOver = false
+    }
+
+    /// Creates a command whose work is the subclass's ``run(_:)``.
+    public override init() {
+        machine = Mutex(CommandStateMachine())
+        super.init()
+    }
+
+    /// Creates a command whose work is `body` (the original's `excuteBlock`): it gets the result sink
+    /// and returns what cancels the work, or nil. It runs on ``executeQueue``, and is released when the
+    /// command ends.
+    public init(_ body: @escaping @Sendable (CommandResult<Output>) -> (any Cancelable)?) {
+        var machine = CommandStateMachine<Output>()
+        machine.body = body
+        self.machine = Mutex(machine)
+        super.init()
+    }
+
+    /// The work. Called once, on ``executeQueue``, when every dependency finished. Report through
+    /// `result` (now or later, from any thread) and return what cancels the work, or nil. The default
+    /// calls the closure given to `init(_:)`, or fails with ``CommandError/Code/missingRun``.
+    open func run(_ result: CommandResult<Output>) -> (any Cancelable)? {
+        if let body = result.run.body { return body(result) }
+        result.fail(CommandError.missingRun(displayName))
+        return nil
+    }
+
+    // MARK: - State
+
+    /// Where the command is in its life; see ``CommandState``.
+    public var state: CommandState { machine.withLock { $0.state } }
+
+    /// What a second `execute` gets of the values sent before it: all (the default), the latest, or
+    /// none. Set it before executing.
+    public var replay: ReplayPolicy {
+        get { machine.withLock { $0.replay } }
+        set { machine.withLock { $0.replay = newValue } }
+    }
+
+    /// The command's name, used in errors, diagnostics and as its queue's name; stored under the
+    /// command's lock.
+    open override var name: String? {
+        get { machine.withLock { $0.name } }
+        set { machine.withLock { $0.name = newValue } }
+    }
+
+    /// `name`, else the type (`Command<Int>`, `FetchUser`).
+    public var displayName: String {
+        machine.withLock { $0.name } ?? String(describing: type(of: self))
+    }
+
+    public final override var isExecuting: Bool { machine.withLock { $0.isExecuting } }
+    public final override var isFinished: Bool { machine.withLock { $0.isFinished } }
+    public final override var isCancelled: Bool { machine.withLock { $0.isCancelled } }
+    public final override var isAsynchronous: Bool { true }
+
+    // MARK: - Queue
+
+    /// The queue `run` is called on: made for this command (when it becomes ready; released when it
+    /// ends) unless one is assigned. Assigning after the command was handed to its queue has no effect
+    /// on this run and is reported as a diagnostic. The original's `excuteQueue` / `setExecQueue:`.
+    public var executeQueue: OperationQueue {
+        get {
+            let name = machine.withLock { $0.name }
+            return queueSettings.withLock { settings in
+                if let queue = settings.queue { return queue }
+                let queue = OperationQueue()
+                if let underlying = settings.underlying { queue.underlyingQueue = underlying }
+                queue.qualityOfService = qualityOfService
+                if let name { queue.name = name }
+                settings.queue = queue
+                settings.ownsQueue = true
+                return queue
+            }
+        }
+        set {
+            let late = queueSettings.withLock { settings -> Bool in
+                if settings.handedOver { return true }
+                settings.queue = newValue
+                settings.ownsQueue = false
+                return false
+            }
+            if late { diagnose(.alreadyFinished, "executeQueue was replaced after the command was handed to its queue; the new queue is ignored for this run.") }
+        }
+    }
+
+    /// The `DispatchQueue` under the command's own queue (kept alive by the command: Foundation holds
+    /// it `unowned(unsafe)`). Ignored when ``executeQueue`` was assigned. Set before executing.
+    public var underlyingQueue: DispatchQueue? {
+        get { queueSettings.withLock { $0.underlying } }
+        set { queueSettings.withLock { $0.underlying = newValue } }
+    }
+
+    // MARK: - Operation
+
+    /// Makes this command start only after `operation` finished; see the type's discussion. Adding a
+    /// dependency to a command already handed to its queue fails the command with
+    /// ``CommandError/Code/dependencyAddedAfterStart``; one that closes a cycle, with
+    /// ``CommandError/Code/dependencyCycle``; itself, with ``CommandError/Code/selfDependency``.
+    public final override func addDependency(_ operation: Operation) { addEdge(operation) }
+
+    /// Removes an edge; only before the command is executed (reported as a diagnostic otherwise).
+    public final override func removeDependency(_ operation: Operation) { removeEdge(operation) }
+
+    /// The dependencies given to `addDependency`, in order.
+    public final override var dependencies: [Operation] { dependencySnapshot }
+
+    /// Starts the command: used by an `OperationQueue` the command was added to, or called directly.
+    /// Equivalent to executing it without an observer. Never call `super.start()`.
+    public final override func start() {
+        begin(external: true)
+    }
+
+    /// Cancels the command; see the type's discussion. Idempotent; any thread.
+    public final override func cancel() {
+        let error = CommandError.cancelled(displayName)
+        guard let ending = machine.withLock({ $0.terminate(.cancelled(error)) }) else { return }
+        perform(ending)
+    }
+
+    func begin(external: Bool) {
+        switch machine.withLock({ $0.start(external: external) }) {
+        case .none:
+            return
+        case .postFinished:
+            postFinished()
+        case .execute:
+            executeGraph()
+        case .run(let body):
+            runNow(body: body)
+        }
+    }
+
+    private func runNow(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?) {
+        let wakeups = machine.withLock { $0.wakeStateObservers() }
+        didChangeValue(forKey: "isExecuting")
+        schedule(wakeups)
+        // A state observer (or another thread) may have cancelled it already: then `run` is not called.
+        if isCancelled { return }
+        let returned = run(CommandResult(self, body: body))
+        switch machine.withLock({ $0.runReturned(returned) }) {
+        case .keep, .drop: break
+        case .cancel: returned?.cancel()
+        }
+    }
+
+    /// Hands the ready command to its queue.
+    func enqueue(external: Bool) {
+        let queue = executeQueue
+        queueSettings.withLock { $0.handedOver = true }
+        if external {
+            // Already held by a queue that started it: Foundation would refuse to enqueue it again.
+            queue.addOperation { [self] in begin(external: false) }
+        } else {
+            queue.addOperation(self)
+        }
+    }
+
+    // MARK: - Events from the result sink
+
+    func receive(_ value: Output) {
+        guard let wakeups = machine.withLock({ $0.send(value) }) else {
+            diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
+            return
+        }
+        schedule(wakeups)
+    }
+
+    func receiveTerminal(_ outcome: Outcome, event: @autoclosure () -> String) {
+        guard let ending = machine.withLock({ $0.finish(outcome) }) else {
+            if !isCancelled {
+                diagnose(.alreadyFinished, "\(event()) was called after the terminal event; it is ignored.")
+            }
+            return
+        }
+        perform(ending)
+    }
+
+    func resultReleased() {
+        let error = CommandError.resultAbandoned(displayName)
+        if let ending = machine.withLock({ $0.finish(.failed(error)) }) { perform(ending) }
+    }
+
+    /// Everything an ending does after the lock was released.
+    func perform(_ ending: CommandStateMachine<Output>.Ending) {
+        if let propagation = performLocally(ending) { propagate(propagation) }
+    }
+
+    /// An ending's effects on this command; returns what its dependents must be told.
+    func performLocally(_ ending: CommandStateMachine<Output>.Ending) -> Propagation? {
+        ending.cancelable?.cancel()
+        if ending.wasExecuting { didChangeValue(forKey: "isExecuting") }
+        if ending.postFinished { postFinished() }
+        schedule(ending.wakeups)
+        queueSettings.withLock { if $0.ownsQueue { $0.queue = nil } }
+        if ending.dependents.isEmpty { return nil }
+        return Propagation(outcome: ending.outcome, source: self, dependents: ending.dependents)
+    }
+
+    private func postFinished() {
+        didChangeValue(forKey: "isFinished")
+    }
+
+    func diagnose(_ code: CommandError.Code, _ message: String) {
+        CommandDiagnostics.report(
+            CommandDiagnostic(commandID: ObjectIdentifier(self), command: displayName, code: code, message: message))
+    }
+}

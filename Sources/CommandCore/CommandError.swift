@@ -1,0 +1,125 @@
+/// The errors this library reports itself, each naming the command it concerns and saying what to do.
+///
+/// The ``code`` is an open set (a struct with static members, like swift-service-lifecycle's errors), so
+/// new codes can be added without breaking a `switch`. Compare codes with `==`:
+///
+/// ```swift
+/// if let error = error as? CommandError, error.code == .dependencyFailed { ... }
+/// ```
+public struct CommandError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The stable identifier of the code.
+        public let rawValue: String
+
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
+        /// The command was cancelled (by `cancel()`, its token or a released ``CancelBag``).
+        public static let cancelled = Code("cancelled")
+        /// A dependency failed, so the command did not run.
+        public static let dependencyFailed = Code("dependencyFailed")
+        /// A dependency was cancelled, so the command did not run.
+        public static let dependencyCancelled = Code("dependencyCancelled")
+        /// The command completed without sending a value where one was required.
+        public static let noValue = Code("noValue")
+        /// An event was sent, or a change made, after the command had already finished.
+        public static let alreadyFinished = Code("alreadyFinished")
+        /// The dependencies form a cycle; ``CommandError/cycle`` lists it.
+        public static let dependencyCycle = Code("dependencyCycle")
+        /// A command was made to depend on itself.
+        public static let selfDependency = Code("selfDependency")
+        /// A dependency was added after the command had been handed to its queue.
+        public static let dependencyAddedAfterStart = Code("dependencyAddedAfterStart")
+        /// `run` released its ``CommandResult`` without sending a terminal event.
+        public static let resultAbandoned = Code("resultAbandoned")
+        /// `Command` was used without overriding `run(_:)` and without a body closure.
+        public static let missingRun = Code("missingRun")
+
+        public var description: String { rawValue }
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// The name of the command concerned (its `name`, else its type).
+    public let command: String
+    /// The dependency concerned, for dependency errors.
+    public let dependency: String?
+    /// The commands of a cycle, in order, first repeated last, for ``Code/dependencyCycle``.
+    public let cycle: [String]
+    /// The error that caused this one (a dependency's failure), if any.
+    public let underlying: (any Error)?
+    /// A sentence that names the command and says what to do.
+    public let message: String
+
+    /// Creates an error; prefer the static factories, which write the message.
+    public init(
+        code: Code, command: String, message: String, dependency: String? = nil, cycle: [String] = [],
+        underlying: (any Error)? = nil
+    ) {
+        self.code = code
+        self.command = command
+        self.message = message
+        self.dependency = dependency
+        self.cycle = cycle
+        self.underlying = underlying
+    }
+
+    public var description: String { "CommandError.\(code) (\(command)): \(message)" }
+}
+
+extension CommandError {
+    static func cancelled(_ command: String) -> CommandError {
+        CommandError(code: .cancelled, command: command, message: "'\(command)' was cancelled.")
+    }
+
+    static func dependencyFailed(_ command: String, dependency: String, error: any Error) -> CommandError {
+        CommandError(
+            code: .dependencyFailed, command: command,
+            message: "'\(command)' did not run because its dependency '\(dependency)' failed (\(error)). "
+                + "Fix or recover the dependency (catch/retry) to let '\(command)' run.",
+            dependency: dependency, underlying: error)
+    }
+
+    static func dependencyCancelled(_ command: String, dependency: String) -> CommandError {
+        CommandError(
+            code: .dependencyCancelled, command: command,
+            message: "'\(command)' did not run because its dependency '\(dependency)' was cancelled.",
+            dependency: dependency)
+    }
+
+    static func cycle(_ command: String, path: [String]) -> CommandError {
+        CommandError(
+            code: .dependencyCycle, command: command,
+            message: "'\(command)' is part of a dependency cycle: \(path.joined(separator: " -> ")). "
+                + "Remove one of these edges; a command cannot (even indirectly) wait for itself.",
+            cycle: path)
+    }
+
+    static func selfDependency(_ command: String) -> CommandError {
+        CommandError(
+            code: .selfDependency, command: command,
+            message: "'\(command)' was given itself as a dependency. Remove that addDependency call.",
+            cycle: [command, command])
+    }
+
+    static func dependencyAddedAfterStart(_ command: String, dependency: String) -> CommandError {
+        CommandError(
+            code: .dependencyAddedAfterStart, command: command,
+            message: "'\(dependency)' was added as a dependency of '\(command)' after '\(command)' had been "
+                + "handed to its queue, so the ordering cannot be honoured. Add dependencies before execute().",
+            dependency: dependency)
+    }
+
+    static func resultAbandoned(_ command: String) -> CommandError {
+        CommandError(
+            code: .resultAbandoned, command: command,
+            message: "'\(command)' released its CommandResult without complete(), fail() or succeed(). "
+                + "Keep the result until the work ends and always send a terminal event.")
+    }
+
+    static func missingRun(_ command: String) -> CommandError {
+        CommandError(
+            code: .missingRun, command: command,
+            message: "'\(command)' has no work: override run(_:) in a subclass or use Command { result in ... }.")
+    }
+}

@@ -1,0 +1,60 @@
+/// The sink a command's `run` reports to: the original's `onNext` / `onComplete` / `onError`.
+///
+/// A `Sendable` value: copy it into whatever finishes the work and call it from any thread, inside
+/// `run` or later. The first terminal call (`complete`, `fail`, `succeed`, or a cancel of the command)
+/// wins; anything after it is ignored and reported as a ``CommandDiagnostic`` (never a crash).
+///
+/// Keep it until the work ends: when the last copy is released without a terminal event, the command
+/// fails with ``CommandError/Code/resultAbandoned`` rather than hanging forever.
+///
+/// Values are passed to observers in the order of the `send` calls (calls from several threads are
+/// ordered by the command's lock) and never dropped; see ``ReplayPolicy`` for what is kept for late
+/// observers.
+public struct CommandResult<Output: Sendable>: Sendable {
+    let run: RunToken<Output>
+
+    init(_ command: Command<Output>, body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?) {
+        run = RunToken(command, body: body)
+    }
+
+    /// The command being run.
+    public var command: Command<Output> { run.command }
+
+    /// Sends a value (the original's `onNext`).
+    public func send(_ value: Output) { run.command.receive(value) }
+
+    /// Ends the run successfully (the original's `onComplete`).
+    public func complete() { run.command.receiveTerminal(.completed, event: "complete()") }
+
+    /// Ends the run with an error (the original's `onError`).
+    public func fail(_ error: any Error) { run.command.receiveTerminal(.failed(error), event: "fail(\(error))") }
+
+    /// Sends `value` and completes: the original's `useEasyResult` / `onSuccess`.
+    public func succeed(_ value: Output) {
+        send(value)
+        complete()
+    }
+
+    /// True once the command was cancelled; long work should check it and stop early.
+    public var isCancelled: Bool { run.command.isCancelled }
+}
+
+extension CommandResult where Output == Void {
+    /// Completes a command whose output is `Void` after sending its single `()` value.
+    public func succeed() { succeed(()) }
+}
+
+/// The identity of one run; its release without a terminal event ends the run.
+final class RunToken<Output: Sendable>: Sendable {
+    let command: Command<Output>
+    /// The closure of `Command { result in ... }`, taken when the run began (the command releases its
+    /// own reference when it ends).
+    let body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
+
+    init(_ command: Command<Output>, body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?) {
+        self.command = command
+        self.body = body
+    }
+
+    deinit { command.resultReleased() }
+}

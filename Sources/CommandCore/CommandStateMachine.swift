@@ -1,0 +1,489 @@
+import Foundation
+
+/// A command seen by its dependencies and dependents, whatever its output type.
+protocol DependencyNode: AnyObject, Sendable {
+    /// Called once by each dependency this node registered with, when that dependency ends.
+    /// Returns the dependents of this node to notify in turn if this node ended because of it (so a
+    /// failure propagates down a million-deep chain with a loop, not with recursion).
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String) -> Propagation?
+    /// Registers `node` to be told when this one ends.
+    func addDependent(_ node: any DependencyNode) -> Registration
+    /// Executes this node (and its pending dependencies) if it is pending.
+    func executeGraph()
+    /// The current dependency edges.
+    var dependencySnapshot: [Operation] { get }
+    /// The walk step of `execute`: see ``CommandStateMachine/claim(walk:)``.
+    func claim(walk: UInt64) -> Claim
+    /// The walk left this node (all its dependencies were walked).
+    func leaveStack(walk: UInt64)
+    /// Second phase of the walk: registers with the dependencies and enqueues when ready.
+    func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode]
+    /// `name`, else the type.
+    var displayName: String { get }
+}
+
+/// What a node that just ended hands to the propagation loop.
+struct Propagation: Sendable {
+    let outcome: Outcome
+    let source: any DependencyNode
+    let dependents: [any DependencyNode]
+}
+
+/// The answer of a dependency to a dependent registering with it.
+enum Registration: Sendable {
+    /// Registered; `pending`: the dependency has not been executed yet, so the caller must execute it.
+    case registered(pending: Bool)
+    /// The dependency already ended.
+    case ended(Outcome)
+}
+
+/// The answer of a node to the execute walk.
+enum Claim: Sendable {
+    /// The node was pending and now belongs to this walk; these are its dependencies.
+    case claimed([Operation])
+    /// The node belongs to this walk and is on the walk's stack: the edge just followed closes a cycle.
+    case onStack
+    /// Already executed (by this walk or another), running or finished: do not descend.
+    case notPending
+}
+
+/// One observer of a command: where its callbacks run, what it wants and how far it got.
+struct ObserverRecord<Output: Sendable>: Sendable {
+    enum Sink: Sendable {
+        case events(@Sendable (CommandEvent<Output>) -> Void)
+        case states(@Sendable (CommandState) -> Void)
+    }
+
+    let id: UInt64
+    let context: CallbackContext
+    let sink: Sink
+    /// Absolute index in the value log of the next value to deliver.
+    var cursor: Int
+    /// A drain is scheduled or running on `context`; at most one at a time, which is what keeps
+    /// deliveries ordered and never overlapping.
+    var scheduled = false
+    /// For state observers: `.executing` was delivered.
+    var sentExecuting = false
+}
+
+/// A drain to schedule: the observer and its context.
+struct Wakeup: Sendable {
+    let observer: UInt64
+    let context: CallbackContext
+}
+
+/// The whole mutable state of one command, guarded as one value by the command's mutex. Each event is
+/// a `mutating func` that returns what the caller must do after unlocking (post KVO, enqueue, deliver,
+/// notify dependents, cancel the run's cancelable). It holds no thread and takes no lock, so it is
+/// tested as a plain value.
+///
+/// Lifecycle:
+/// ```
+/// pending --execute--> claimed --register--> waiting(n) --n reaches 0--> enqueued --start--> executing
+///    |                    |                     |                          |                     |
+///    +--------------------+------cancel / dependency failed / cycle-------+--> finished(outcome) <--+
+///                                                                          |
+///                          (cancelled while its queue holds it) endedBeforeStart --start--> finished
+/// ```
+struct CommandStateMachine<Output: Sendable>: Sendable {
+    enum Lifecycle: Sendable {
+        case pending
+        /// Owned by the execute walk `walk`; `onStack` while its dependencies are being walked.
+        case claimed(walk: UInt64, onStack: Bool)
+        /// Registered with its dependencies; `remaining` of them (plus one hold while registering)
+        /// have not finished.
+        case waiting(remaining: Int)
+        /// Handed to its queue; `start()` not called yet.
+        case enqueued
+        case executing
+        /// Ended while its queue held it and had not started it: Foundation requires the queue to
+        /// start it, and `isFinished` turns true then.
+        case endedBeforeStart(Outcome)
+        case finished(Outcome)
+    }
+
+    private(set) var lifecycle: Lifecycle = .pending
+    var name: String?
+    var replay: ReplayPolicy = .all
+    /// The closure of `Command { result in ... }`; released when the command ends.
+    var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
+    private(set) var dependencies: [Operation] = []
+    private var dependents: [any DependencyNode] = []
+    /// A misuse recorded by a call that cannot throw (a self-dependency); fails the command when executed.
+    private(set) var misuse: CommandError?
+    /// `start()` was called by someone other than the engine (a queue the user added it to).
+    private(set) var startedExternally = false
+    /// `run` was called (for state observers).
+    private(set) var didExecute = false
+    private var log = ValueLog<Output>()
+    private var observers: [ObserverRecord<Output>] = []
+    private var nextObserverID: UInt64 = 0
+    /// What `run` returned; cancelled on cancel, released when the command ends.
+    private var cancelable: (any Cancelable)?
+
+    // MARK: - Queries
+
+    var outcome: Outcome? {
+        switch lifecycle {
+        case .finished(let outcome), .endedBeforeStart(let outcome): return outcome
+        default: return nil
+        }
+    }
+
+    var state: CommandState {
+        switch lifecycle {
+        case .pending, .claimed, .waiting, .enqueued: return .pending
+        case .executing: return .executing
+        case .endedBeforeStart(let outcome), .finished(let outcome): return outcome.state
+        }
+    }
+
+    var isExecuting: Bool {
+        if case .executing = lifecycle { return true }
+        return false
+    }
+
+    var isFinished: Bool {
+        if case .finished = lifecycle { return true }
+        return false
+    }
+
+    var isCancelled: Bool { outcome?.isCancelled ?? false }
+
+    var observerCount: Int { observers.count }
+
+    var retainedValueCount: Int { log.endIndex - log.startIndex }
+
+    // MARK: - Dependencies
+
+    enum AddDependencyAction: Sendable {
+        case none
+        /// Added while waiting: register with it (after a cycle check) and count it.
+        case registerLate
+        /// Too late: fail the command (it was handed to its queue already).
+        case failAfterStart
+        /// The command has ended; the edge is ignored.
+        case ignoredFinished
+        /// Already a dependency.
+        case duplicate
+        /// A misuse that fails the command now (a self-dependency once executed).
+        case failNow(CommandError)
+    }
+
+    mutating func addDependency(
+        _ operation: Operation, isSelf: Bool, typeName: @autoclosure () -> String
+    ) -> AddDependencyAction {
+        if dependencies.contains(where: { $0 === operation }) { return .duplicate }
+        if isSelf {
+            switch lifecycle {
+            case .pending, .claimed:
+                // Recorded; the command fails with it when executed.
+                if misuse == nil { misuse = .selfDependency(name ?? typeName()) }
+                return .none
+            case .endedBeforeStart, .finished:
+                return .ignoredFinished
+            case .waiting, .enqueued, .executing:
+                return .failNow(.selfDependency(name ?? typeName()))
+            }
+        }
+        switch lifecycle {
+        case .pending, .claimed:
+            dependencies.append(operation)
+            return .none
+        case .waiting(let remaining):
+            dependencies.append(operation)
+            lifecycle = .waiting(remaining: remaining + 1)
+            return .registerLate
+        case .enqueued, .executing:
+            return .failAfterStart
+        case .endedBeforeStart, .finished:
+            return .ignoredFinished
+        }
+    }
+
+    /// Removes an edge; only before execute. Returns false when refused.
+    mutating func removeDependency(_ operation: Operation) -> Bool {
+        switch lifecycle {
+        case .pending:
+            dependencies.removeAll { $0 === operation }
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Registers a dependent, or returns this command's outcome if it already ended.
+    mutating func addDependent(_ node: any DependencyNode) -> Registration {
+        if let outcome { return .ended(outcome) }
+        dependents.append(node)
+        if case .pending = lifecycle { return .registered(pending: true) }
+        return .registered(pending: false)
+    }
+
+    // MARK: - The execute walk
+
+    mutating func claim(walk: UInt64) -> Claim {
+        switch lifecycle {
+        case .pending:
+            lifecycle = .claimed(walk: walk, onStack: true)
+            return .claimed(dependencies)
+        case .claimed(let owner, let onStack) where owner == walk:
+            return onStack ? .onStack : .notPending
+        default:
+            return .notPending
+        }
+    }
+
+    mutating func leaveStack(walk: UInt64) {
+        if case .claimed(walk, true) = lifecycle { lifecycle = .claimed(walk: walk, onStack: false) }
+    }
+
+    /// Phase two of the walk: returns the dependencies to register with, counting each plus a hold,
+    /// or nil if the command ended meanwhile (cancelled) or belongs to another walk.
+    mutating func beginWaiting(walk: UInt64) -> [Operation]? {
+        guard case .claimed(walk, _) = lifecycle else { return nil }
+        lifecycle = .waiting(remaining: dependencies.count + 1)
+        return dependencies
+    }
+
+    enum ReadyAction: Sendable {
+        case none
+        /// Hand the command to its queue (`external`: with a trampoline, the command being already
+        /// held by a queue that started it).
+        case enqueue(external: Bool)
+        /// Ended because of a dependency.
+        case ended(Ending)
+    }
+
+    /// A dependency (or the registration hold, with `.completed`) finished.
+    mutating func dependencyFinished(
+        _ dependencyOutcome: Outcome, dependencyName: String, typeName: @autoclosure () -> String
+    ) -> ReadyAction {
+        guard case .waiting(let remaining) = lifecycle else {
+            switch lifecycle {
+            case .endedBeforeStart, .finished: return .none
+            default:
+                preconditionFailure("CommandStateMachine: dependency finished in state \(lifecycle)")
+            }
+        }
+        switch dependencyOutcome {
+        case .completed:
+            if remaining > 1 {
+                lifecycle = .waiting(remaining: remaining - 1)
+                return .none
+            }
+            lifecycle = .enqueued
+            return .enqueue(external: startedExternally)
+        case .failed(let error):
+            return .ended(end(.cancelled(.dependencyFailed(name ?? typeName(), dependency: dependencyName, error: error))))
+        case .cancelled:
+            return .ended(end(.cancelled(.dependencyCancelled(name ?? typeName(), dependency: dependencyName))))
+        }
+    }
+
+    // MARK: - Running
+
+    enum StartAction: Sendable {
+        case none
+        /// Call `run`; `body` is the closure of `init(_:)` (nil: the subclass's override).
+        case run(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?)
+        /// Post `isFinished` (the command ended while its queue held it).
+        case postFinished
+        /// Started by a queue the user added it to: execute it (walk the dependencies).
+        case execute
+    }
+
+    mutating func start(external: Bool) -> StartAction {
+        switch lifecycle {
+        case .enqueued:
+            lifecycle = .executing
+            didExecute = true
+            return .run(body: body)
+        case .endedBeforeStart(let outcome):
+            lifecycle = .finished(outcome)
+            return .postFinished
+        case .pending:
+            if external { startedExternally = true }
+            return external ? .execute : .none
+        case .claimed, .waiting:
+            if external { startedExternally = true }
+            return .none
+        case .executing, .finished:
+            return .none
+        }
+    }
+
+    enum RunReturnAction: Sendable {
+        case keep
+        /// The command was cancelled while `run` ran: cancel what it returned.
+        case cancel
+        /// The command already ended otherwise: drop it.
+        case drop
+    }
+
+    /// `run` returned `cancelable`.
+    mutating func runReturned(_ returned: (any Cancelable)?) -> RunReturnAction {
+        guard let returned else { return .drop }
+        switch lifecycle {
+        case .executing:
+            cancelable = returned
+            return .keep
+        case .finished(.cancelled):
+            return .cancel
+        default:
+            _ = returned
+            return .drop
+        }
+    }
+
+    /// Everything to do after a command ended, outside the lock.
+    struct Ending: Sendable {
+        let outcome: Outcome
+        /// Was executing: post `isExecuting` as well.
+        let wasExecuting: Bool
+        /// Post `isFinished` now (false while a queue still has to start it).
+        let postFinished: Bool
+        /// Cancel this (the run's cancelable) when the ending is a cancel.
+        let cancelable: (any Cancelable)?
+        let dependents: [any DependencyNode]
+        let wakeups: [Wakeup]
+    }
+
+    private mutating func end(_ outcome: Outcome) -> Ending {
+        let wasExecuting = isExecuting
+        let postFinished: Bool
+        switch lifecycle {
+        case .enqueued where !startedExternally:
+            lifecycle = .endedBeforeStart(outcome)
+            postFinished = false
+        default:
+            lifecycle = .finished(outcome)
+            postFinished = true
+        }
+        let ending = Ending(
+            outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
+            cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
+            wakeups: wakeAll())
+        cancelable = nil
+        body = nil
+        dependents = []
+        if replay != .all { trim() }
+        return ending
+    }
+
+    /// A terminal event from `run` (complete or fail); only while executing.
+    mutating func finish(_ outcome: Outcome) -> Ending? {
+        guard case .executing = lifecycle else { return nil }
+        return end(outcome)
+    }
+
+    /// Cancel, the execute token or a dependency-independent failure (cycle, misuse, late dependency):
+    /// from any state that has not ended.
+    mutating func terminate(_ outcome: Outcome) -> Ending? {
+        if self.outcome != nil { return nil }
+        return end(outcome)
+    }
+
+    // MARK: - Values and observers
+
+    /// A value from `run`; nil when ignored (not executing).
+    mutating func send(_ value: Output) -> [Wakeup]? {
+        guard case .executing = lifecycle else { return nil }
+        log.append(value)
+        let wakeups = wake { if case .events = $0.sink { return true } else { return false } }
+        trim()
+        return wakeups
+    }
+
+    mutating func addObserver(
+        context: CallbackContext, sink: ObserverRecord<Output>.Sink
+    ) -> (id: UInt64, wakeup: Wakeup?) {
+        let id = nextObserverID
+        nextObserverID += 1
+        var record = ObserverRecord(id: id, context: context, sink: sink, cursor: log.startIndex)
+        let hasWork: Bool
+        switch sink {
+        case .events: hasWork = !log.isEmpty || outcome != nil
+        case .states: hasWork = didExecute || outcome != nil
+        }
+        record.scheduled = hasWork
+        observers.append(record)
+        return (id, hasWork ? Wakeup(observer: id, context: context) : nil)
+    }
+
+    mutating func removeObserver(_ id: UInt64) {
+        observers.removeAll { $0.id == id }
+        trim()
+    }
+
+    enum Delivery: Sendable {
+        case event(CommandEvent<Output>, @Sendable (CommandEvent<Output>) -> Void)
+        case state(CommandState, @Sendable (CommandState) -> Void)
+        /// Nothing left: the drain stops (and the observer is no longer scheduled).
+        case idle
+    }
+
+    /// The next thing a drain delivers to `observer`, claimed under the lock. A value is never
+    /// claimed once the command was cancelled: that is what makes "no value callback starts after
+    /// `cancel()` returned" hold.
+    mutating func nextDelivery(for observer: UInt64) -> Delivery {
+        guard let index = observers.firstIndex(where: { $0.id == observer }) else { return .idle }
+        switch observers[index].sink {
+        case .events(let handler):
+            let cancelled = isCancelled
+            if !cancelled && observers[index].cursor < log.endIndex {
+                let value = log.value(at: observers[index].cursor)
+                observers[index].cursor += 1
+                trim()
+                return .event(.value(value), handler)
+            }
+            if let outcome {
+                observers.remove(at: index)
+                if replay != .all { trim() }
+                return .event(outcome.event(), handler)
+            }
+        case .states(let handler):
+            if didExecute && !observers[index].sentExecuting {
+                observers[index].sentExecuting = true
+                return .state(.executing, handler)
+            }
+            if let outcome {
+                observers.remove(at: index)
+                return .state(outcome.state, handler)
+            }
+        }
+        observers[index].scheduled = false
+        return .idle
+    }
+
+    /// `run` began: state observers hear about it.
+    mutating func wakeStateObservers() -> [Wakeup] {
+        wake { if case .states = $0.sink { return true } else { return false } }
+    }
+
+    private mutating func wakeAll() -> [Wakeup] { wake { _ in true } }
+
+    private mutating func wake(_ include: (ObserverRecord<Output>) -> Bool) -> [Wakeup] {
+        var wakeups: [Wakeup] = []
+        for index in observers.indices where !observers[index].scheduled && include(observers[index]) {
+            observers[index].scheduled = true
+            wakeups.append(Wakeup(observer: observers[index].id, context: observers[index].context))
+        }
+        return wakeups
+    }
+
+    /// Drops values no live observer still needs and the replay policy does not keep.
+    private mutating func trim() {
+        let keepFrom: Int
+        switch replay {
+        case .all: return
+        case .latest: keepFrom = log.endIndex - 1
+        case .none: keepFrom = log.endIndex
+        }
+        var lowest = keepFrom
+        for observer in observers {
+            if case .events = observer.sink, observer.cursor < lowest { lowest = observer.cursor }
+        }
+        log.trim(below: lowest)
+    }
+}
