@@ -16,7 +16,7 @@ extension Command {
     public func execute(
         on context: CallbackContext? = nil, _ handler: @escaping @Sendable (CommandEvent<Output>) -> Void
     ) -> any Cancelable {
-        observe(context: context ?? .current, sink: .events(handler))
+        attach(context: context ?? .current, sink: .events(handler))
         executeGraph()
         return self
     }
@@ -71,7 +71,20 @@ extension Command {
     public func observeState(
         on context: CallbackContext? = nil, _ handler: @escaping @Sendable (CommandState) -> Void
     ) -> any Cancelable {
-        let id = observe(context: context ?? .current, sink: .states(handler))
+        let id = attach(context: context ?? .current, sink: .states(handler))
+        return BlockCancelable { [weak self] in self?.removeObserver(id) }
+    }
+
+    /// Attaches `handler` to the command's events **without executing it** (for a command started by
+    /// other means: a queue it was added to, a dependent, another caller). Delivery as in
+    /// ``execute(on:_:)-(_,(CommandEvent))``, replay included.
+    ///
+    /// - Returns: a token that detaches `handler` (it does not cancel the command).
+    @discardableResult
+    public func observe(
+        on context: CallbackContext? = nil, _ handler: @escaping @Sendable (CommandEvent<Output>) -> Void
+    ) -> any Cancelable {
+        let id = attach(context: context ?? .current, sink: .events(handler))
         return BlockCancelable { [weak self] in self?.removeObserver(id) }
     }
 
@@ -83,7 +96,7 @@ extension Command {
     public var observerCount: Int { machine.withLock { $0.observerCount } }
 
     @discardableResult
-    func observe(context: CallbackContext, sink: ObserverRecord<Output>.Sink) -> UInt64 {
+    func attach(context: CallbackContext, sink: ObserverRecord<Output>.Sink) -> UInt64 {
         let (id, wakeup) = machine.withLock { $0.addObserver(context: context, sink: sink) }
         if let wakeup { schedule([wakeup]) }
         return id

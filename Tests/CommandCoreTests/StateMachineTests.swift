@@ -1,0 +1,208 @@
+import Foundation
+import Testing
+
+@testable import CommandCore
+
+/// The command's state machine as a plain value: no threads, no queues, no locks.
+@Suite struct StateMachineTests {
+    typealias Machine = CommandStateMachine<Int>
+
+    private func executing() -> Machine {
+        var machine = Machine()
+        guard case .claimed = machine.claim(walk: 1) else { Issue.record("claim failed"); return machine }
+        machine.leaveStack(walk: 1)
+        #expect(machine.beginWaiting(walk: 1)?.isEmpty == true)
+        guard case .enqueue(external: false) = machine.dependencyFinished(.completed, dependencyName: "", typeName: "T")
+        else { Issue.record("not enqueued"); return machine }
+        guard case .run = machine.start(external: false) else { Issue.record("not run"); return machine }
+        return machine
+    }
+
+    private func values(_ machine: inout Machine, observer: UInt64) -> [CommandEvent<Int>] {
+        var events: [CommandEvent<Int>] = []
+        while case .event(let event, _) = machine.nextDelivery(for: observer) { events.append(event) }
+        return events
+    }
+
+    @Test func lifecycle_goesFromPendingThroughExecutingToCompleted() {
+        var machine = Machine()
+        #expect(machine.state.isTerminal == false)
+        machine = executing()
+        guard case .executing = machine.state else { Issue.record("state \(machine.state)"); return }
+        #expect(machine.isExecuting)
+        let ending = machine.finish(.completed)
+        #expect(ending?.wasExecuting == true)
+        #expect(ending?.postFinished == true)
+        guard case .completed = machine.state else { Issue.record("state \(machine.state)"); return }
+        #expect(machine.isFinished && !machine.isExecuting && !machine.isCancelled)
+    }
+
+    @Test func terminal_firstOneWins_laterOnesAreIgnored() {
+        var machine = executing()
+        #expect(machine.finish(.completed) != nil)
+        #expect(machine.finish(.failed(CocoaError(.featureUnsupported))) == nil)
+        #expect(machine.terminate(.cancelled(.cancelled("x"))) == nil)
+        #expect(machine.send(1) == nil)
+        guard case .completed = machine.state else { Issue.record("state \(machine.state)"); return }
+    }
+
+    @Test func waiting_countsDependencies_andEnqueuesWhenTheLastFinishes() {
+        var machine = Machine()
+        let a = BlockOperation()
+        let b = BlockOperation()
+        _ = machine.addDependency(a, isSelf: false, typeName: "T")
+        _ = machine.addDependency(b, isSelf: false, typeName: "T")
+        guard case .claimed(let deps) = machine.claim(walk: 7) else { Issue.record("claim"); return }
+        #expect(deps.count == 2)
+        #expect(machine.beginWaiting(walk: 7)?.count == 2)
+        // The registration hold and one dependency: still waiting.
+        guard case .none = machine.dependencyFinished(.completed, dependencyName: "", typeName: "T") else {
+            Issue.record("enqueued too early"); return
+        }
+        guard case .none = machine.dependencyFinished(.completed, dependencyName: "a", typeName: "T") else {
+            Issue.record("enqueued too early"); return
+        }
+        guard case .enqueue = machine.dependencyFinished(.completed, dependencyName: "b", typeName: "T") else {
+            Issue.record("not enqueued"); return
+        }
+    }
+
+    @Test func dependencyFailure_endsTheCommandCancelled_namingTheDependency() {
+        var machine = Machine()
+        machine.name = "parse"
+        _ = machine.addDependency(BlockOperation(), isSelf: false, typeName: "T")
+        _ = machine.claim(walk: 1)
+        _ = machine.beginWaiting(walk: 1)
+        let action = machine.dependencyFinished(
+            .failed(CocoaError(.fileNoSuchFile)), dependencyName: "fetch", typeName: "T")
+        guard case .ended(let ending) = action, case .cancelled(let error) = ending.outcome else {
+            Issue.record("not ended: \(action)"); return
+        }
+        #expect(error.code == .dependencyFailed)
+        #expect(error.command == "parse")
+        #expect(error.dependency == "fetch")
+        #expect(machine.isCancelled)
+    }
+
+    @Test func claim_secondClaimOnStackReportsACycle() {
+        var machine = Machine()
+        guard case .claimed = machine.claim(walk: 3) else { Issue.record("claim"); return }
+        guard case .onStack = machine.claim(walk: 3) else { Issue.record("no cycle"); return }
+        machine.leaveStack(walk: 3)
+        guard case .notPending = machine.claim(walk: 3) else { Issue.record("claimed twice"); return }
+        guard case .notPending = machine.claim(walk: 4) else { Issue.record("stolen by another walk"); return }
+    }
+
+    @Test func cancelWhileEnqueued_waitsForTheQueueToStartIt() {
+        var machine = Machine()
+        _ = machine.claim(walk: 1)
+        _ = machine.beginWaiting(walk: 1)
+        _ = machine.dependencyFinished(.completed, dependencyName: "", typeName: "T")
+        let ending = machine.terminate(.cancelled(.cancelled("x")))
+        #expect(ending?.postFinished == false)
+        #expect(machine.isCancelled)
+        #expect(machine.isFinished == false)
+        guard case .postFinished = machine.start(external: false) else { Issue.record("start"); return }
+        #expect(machine.isFinished)
+    }
+
+    @Test func delivery_isInOrder_andTheTerminalEventComesLast() {
+        var machine = executing()
+        let (id, wakeup) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        #expect(wakeup == nil)
+        #expect(machine.send(1)?.count == 1)
+        #expect(machine.send(2)?.isEmpty == true)  // already scheduled: no second drain
+        _ = machine.finish(.completed)
+        let events = values(&machine, observer: id)
+        #expect(events.compactMap(\.value) == [1, 2])
+        #expect(events.last?.isTerminal == true)
+        #expect(machine.observerCount == 0)
+    }
+
+    @Test func cancel_dropsValuesNotYetClaimed() {
+        var machine = executing()
+        let (id, _) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        _ = machine.send(1)
+        _ = machine.send(2)
+        guard case .event(.value(1), _) = machine.nextDelivery(for: id) else { Issue.record("first"); return }
+        _ = machine.terminate(.cancelled(.cancelled("x")))
+        let rest = values(&machine, observer: id)
+        #expect(rest.count == 1)
+        #expect(rest.first.map { if case .cancelled = $0 { true } else { false } } == true)
+    }
+
+    @Test func replay_all_givesALateObserverEveryValue() {
+        var machine = executing()
+        for value in 0..<5 { _ = machine.send(value) }
+        _ = machine.finish(.completed)
+        let (id, wakeup) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        #expect(wakeup != nil)
+        #expect(values(&machine, observer: id).compactMap(\.value) == [0, 1, 2, 3, 4])
+    }
+
+    @Test func replay_latest_keepsOnlyTheLastValue_butNeverDropsUndelivered() {
+        var machine = executing()
+        machine.replay = .latest
+        let (slow, _) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        for value in 0..<5 { _ = machine.send(value) }
+        #expect(machine.retainedValueCount == 5)  // the slow observer has not read them yet
+        let late = machine.addObserver(context: .immediate, sink: .events { _ in }).id
+        #expect(values(&machine, observer: slow).compactMap(\.value) == [0, 1, 2, 3, 4])
+        _ = machine.finish(.completed)
+        #expect(values(&machine, observer: late).compactMap(\.value) == [0, 1, 2, 3, 4])
+        let later = machine.addObserver(context: .immediate, sink: .events { _ in }).id
+        #expect(values(&machine, observer: later).compactMap(\.value) == [4])
+    }
+
+    @Test func replay_none_keepsNothingForLateObservers() {
+        var machine = executing()
+        machine.replay = .none
+        for value in 0..<5 { _ = machine.send(value) }
+        #expect(machine.retainedValueCount == 0)
+        _ = machine.finish(.completed)
+        let id = machine.addObserver(context: .immediate, sink: .events { _ in }).id
+        let events = values(&machine, observer: id)
+        #expect(events.count == 1 && events[0].isTerminal)
+    }
+
+    @Test func stateObservers_getExecutingThenTheTerminalState() {
+        var machine = Machine()
+        let id = machine.addObserver(context: .immediate, sink: .states { _ in }).id
+        _ = machine.claim(walk: 1)
+        _ = machine.beginWaiting(walk: 1)
+        _ = machine.dependencyFinished(.completed, dependencyName: "", typeName: "T")
+        _ = machine.start(external: false)
+        #expect(machine.wakeStateObservers().count == 1)
+        _ = machine.finish(.completed)
+        var states: [String] = []
+        while case .state(let state, _) = machine.nextDelivery(for: id) { states.append(state.description) }
+        #expect(states == ["executing", "completed"])
+    }
+
+    @Test func addDependency_afterEnqueue_isRefused_andSelfDependencyIsRecorded() {
+        var machine = Machine()
+        let op = BlockOperation()
+        guard case .none = machine.addDependency(op, isSelf: true, typeName: "T") else { Issue.record("self"); return }
+        #expect(machine.misuse?.code == .selfDependency)
+        var running = executing()
+        guard case .failAfterStart = running.addDependency(op, isSelf: false, typeName: "T") else {
+            Issue.record("late dependency accepted"); return
+        }
+        _ = running.finish(.completed)
+        guard case .ignoredFinished = running.addDependency(op, isSelf: false, typeName: "T") else {
+            Issue.record("dependency after finish accepted"); return
+        }
+    }
+
+    @Test func valueLog_trimsAndIndexesAbsolutely() {
+        var log = ValueLog<Int>()
+        for value in 0..<1000 { log.append(value) }
+        log.trim(below: 990)
+        #expect(log.startIndex == 990 && log.endIndex == 1000)
+        #expect(log.value(at: 995) == 995)
+        log.trim(below: 2000)
+        #expect(log.isEmpty && log.startIndex == 1000)
+        log.append(7)
+        #expect(log.value(at: 1000) == 7)
+    }
+}
