@@ -271,4 +271,11 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         CommandDiagnostics.report(
             CommandDiagnostic(commandID: ObjectIdentifier(self), command: displayName, code: code, message: message))
     }
+
+    deinit {
+        // Nothing can be running (a run holds its command through its result). Release the
+        // dependencies with a loop: see `DeferredRelease`.
+        var dependencies = machine.withLock { $0.takeDependencies() }
+        if !dependencies.isEmpty { DeferredRelease.release(&dependencies) }
+    }
 }

@@ -212,6 +212,12 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
+    /// Empties the edge list (when the command is released).
+    mutating func takeDependencies() -> [Operation] {
+        defer { dependencies = [] }
+        return dependencies
+    }
+
     /// Registers a dependent, or returns this command's outcome if it already ended.
     mutating func addDependent(_ node: any DependencyNode) -> Registration {
         if let outcome { return .ended(outcome) }

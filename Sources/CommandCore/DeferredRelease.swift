@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+import Foundation
+
+/// Releases the dependencies of a dying command with a loop instead of recursion.
+///
+/// A command holds its dependencies strongly (as Foundation does, so `dependencies` stays truthful
+/// after a run). Releasing the last command of a million-deep chain would otherwise run a million
+/// nested `deinit`s and overflow the stack. Here the outermost release on a thread drains a per-thread
+/// list; a `deinit` reached from that loop only appends its dependencies to the list.
+///
+/// - Complexity: O(1) stack depth, amortised O(1) per released edge.
+enum DeferredRelease {
+    /// Per-thread state; only touched by its own thread.
+    final class List {
+        var items: [Operation] = []
+        var draining = false
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+                Unmanaged<List>.fromOpaque(pointer).release()
+            #else
+                if let pointer { Unmanaged<List>.fromOpaque(pointer).release() }
+            #endif
+        }
+        precondition(status == 0, "DeferredRelease: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    private static var current: List {
+        if let pointer = pthread_getspecific(key) { return Unmanaged<List>.fromOpaque(pointer).takeUnretainedValue() }
+        let list = List()
+        pthread_setspecific(key, Unmanaged.passRetained(list).toOpaque())
+        return list
+    }
+
+    /// Takes the references out of `operations` (the caller keeps none, or its own release would
+    /// recurse after the drain) and releases them.
+    static func release(_ operations: inout [Operation]) {
+        let list = current
+        list.items.append(contentsOf: operations)
+        operations = []
+        if list.draining { return }
+        list.draining = true
+        while let operation = list.items.popLast() {
+            // Dropping `operation` here may run its deinit, which appends to `list` and returns.
+            _ = operation
+        }
+        list.draining = false
+    }
+}
