@@ -1,0 +1,147 @@
+import CommandCore
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+/// Ordering and cancel races, with many threads. Each waits for events with a bound; none sleeps.
+@Suite struct ConcurrencyTests {
+    @Test func values_fromSeveralThreads_arriveInSendOrder_neverOverlapping() async {
+        let threads = 4
+        let perThread = 2500  // 10,000 values
+        let sendOrder = Mutex<[Int]>([])
+        let command = Command<Int> { result in
+            DispatchQueue.concurrentPerform(iterations: threads) { thread in
+                for index in 0..<perThread {
+                    let value = thread * perThread + index
+                    // The order the command's lock accepted the values is the send order.
+                    sendOrder.withLock { order in
+                        result.send(value)
+                        order.append(value)
+                    }
+                }
+            }
+            result.complete()
+            return nil
+        }
+        let onQueue = Recorder<Int>()
+        let onConcurrent = Recorder<Int>()
+        command.execute(on: .queue(DispatchQueue(label: "serial")), onQueue.handler)
+        command.execute(on: .queue(DispatchQueue(label: "concurrent", attributes: .concurrent)), onConcurrent.handler)
+        #expect(await onQueue.waitForTerminal())
+        #expect(await onConcurrent.waitForTerminal())
+        let expected = sendOrder.withLock { $0 }
+        #expect(expected.count == threads * perThread)
+        #expect(onQueue.values == expected)
+        #expect(onConcurrent.values == expected)
+        #expect(onQueue.overlapCount == 0 && onConcurrent.overlapCount == 0)
+        #expect(onQueue.terminalCount == 1 && onConcurrent.terminalCount == 1)
+        #expect(onQueue.eventsAfterTerminal == 0)
+    }
+
+    @Test func cancel_racingSendAndComplete_exactlyOneTerminal_noValueCallbackAfterCancelReturned() async {
+        let rounds = 10_000
+        let allDone = Expectation(count: rounds)
+        let violations = Atomic(0)
+        let terminalsTotal = Atomic(0)
+        let cancelledCount = Atomic(0)
+        let delivery = DispatchQueue(label: "delivery", attributes: .concurrent)
+        for round in 0..<rounds {
+            let cancelReturned = Atomic(false)
+            let terminals = Atomic(0)
+            let command = Command<Int> { result in
+                DispatchQueue.global().async {
+                    for value in 0..<(round % 8) { result.send(value) }
+                    result.complete()
+                    result.send(99)  // after the terminal event: ignored
+                }
+                return nil
+            }
+            command.execute(on: .queue(delivery)) { event in
+                switch event {
+                case .value:
+                    if cancelReturned.load(ordering: .acquiring) || terminals.load(ordering: .acquiring) > 0 {
+                        violations.add(1, ordering: .relaxed)
+                    }
+                default:
+                    if terminals.add(1, ordering: .acquiringAndReleasing).newValue == 1 {
+                        terminalsTotal.add(1, ordering: .relaxed)
+                        if event.isCancelled { cancelledCount.add(1, ordering: .relaxed) }
+                        allDone.fulfill()
+                    } else {
+                        violations.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+            DispatchQueue.global().async {
+                command.cancel()
+                cancelReturned.store(true, ordering: .releasing)
+            }
+        }
+        #expect(await allDone.wait(seconds: 120))
+        #expect(terminalsTotal.load(ordering: .relaxed) == rounds)
+        #expect(violations.load(ordering: .relaxed) == 0)
+        // Both outcomes happen: the race is real (this is not a timing assertion, only a sanity check
+        // that the test exercised both paths; it holds on any machine that runs the 10,000 rounds).
+        #expect(cancelledCount.load(ordering: .relaxed) > 0)
+    }
+
+    @Test func manyThreads_executeObserveAndCancelTheSameCommand_oneRunOneTerminalEach() async {
+        let runs = Atomic(0)
+        let command = Command<Int> { result in
+            runs.add(1, ordering: .relaxed)
+            // Never completes by itself: only the cancel ends it. The cancelable keeps the result.
+            return BlockCancelable { _ = result }
+        }
+        let observers = 64
+        let recorders = (0..<observers).map { _ in Recorder<Int>() }
+        DispatchQueue.concurrentPerform(iterations: observers) { index in
+            command.execute(on: .queue(.global()), recorders[index].handler)
+            if index == observers / 2 { command.cancel() }
+        }
+        for recorder in recorders { #expect(await recorder.waitForTerminal()) }
+        #expect(runs.load(ordering: .relaxed) <= 1)
+        #expect(recorders.allSatisfy { $0.terminalCount == 1 && $0.terminal?.isCancelled == true })
+    }
+
+    @Test func cancelBag_releasedMidRun_cancelsTheCommand() async {
+        let gate = Gate()
+        let command = gate.command()
+        let recorder = Recorder<Int>()
+        var bag: CancelBag? = CancelBag()
+        command.execute(on: .immediate, recorder.handler).store(in: bag!)
+        #expect(await gate.started.wait())
+        gate.send(1)
+        bag = nil
+        #expect(await recorder.waitForTerminal())
+        #expect(recorder.values == [1])
+        #expect(recorder.terminal?.commandError?.code == .cancelled)
+        #expect(command.isCancelled && command.isFinished)
+    }
+
+    @Test func operationCancel_andTheToken_doTheSame_andCancelTheRunsCancelableOnce() async {
+        for useToken in [true, false] {
+            let cancels = Atomic(0)
+            let started = Expectation()
+            let seenCancelled = Atomic(false)
+            let command = Command<Int> { result in
+                started.fulfill()
+                return BlockCancelable {
+                    cancels.add(1, ordering: .relaxed)
+                    seenCancelled.store(result.isCancelled, ordering: .relaxed)
+                }
+            }
+            let recorder = Recorder<Int>()
+            let token = command.execute(on: .immediate, recorder.handler)
+            #expect(await started.wait())
+            if useToken { token.cancel() } else { command.cancel() }
+            token.cancel()
+            command.cancel()
+            #expect(await recorder.waitForTerminal())
+            #expect(cancels.load(ordering: .relaxed) == 1)
+            let sawCancelled = seenCancelled.load(ordering: .relaxed)
+            #expect(sawCancelled)
+            #expect(recorder.terminalCount == 1 && recorder.terminal?.isCancelled == true)
+        }
+    }
+}
