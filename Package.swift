@@ -15,6 +15,11 @@ let package = Package(
             dependencies: ["CommandCore"],
             path: "Examples/Quickstart"
         ),
+        .executableTarget(
+            name: "RoundTrip",
+            dependencies: ["CommandCore"],
+            path: "Examples/RoundTrip"
+        ),
         .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore"]),
     ],
     swiftLanguageModes: [.v6]

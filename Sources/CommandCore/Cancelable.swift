@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Something that can be cancelled once: a running command, a timer, a network request.
 ///
 /// `cancel()` may be called from any thread, any number of times; only the first call has an effect.
@@ -28,26 +26,30 @@ extension Cancelable {
 ///
 /// The block is released right after it ran, so whatever it captured is freed.
 public final class BlockCancelable: Cancelable {
-    // Guards the block; nil once cancelled.
-    private let state: Mutex<(@Sendable () -> Void)?>
-    private let cancelled = Atomic<Bool>(false)
+    private struct State {
+        var block: (@Sendable () -> Void)?
+        var isCancelled = false
+    }
+
+    // Guards the block (nil once taken) and the flag.
+    private let state: Locked<State>
 
     /// Creates a cancelable running `block` on the first `cancel()`.
     public init(_ block: @escaping @Sendable () -> Void) {
-        state = Mutex(block)
+        state = .make(State(block: block))
     }
 
     /// Runs the block if this is the first call; the block runs outside any lock.
     public func cancel() {
-        cancelled.store(true, ordering: .releasing)
-        let block = state.withLock { block -> (@Sendable () -> Void)? in
-            defer { block = nil }
-            return block
+        let block = state.withLock { state -> (@Sendable () -> Void)? in
+            state.isCancelled = true
+            defer { state.block = nil }
+            return state.block
         }
         block?()
     }
 
-    public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+    public var isCancelled: Bool { state.withLock { $0.isCancelled } }
 }
 
 /// A set of cancelables cancelled together.
@@ -62,7 +64,7 @@ public final class CompoundCancelable: Cancelable {
     }
 
     // Guards the member table and the cancelled flag.
-    private let state = Mutex(State())
+    private let state = Locked.make(State())
 
     /// Creates a compound holding `members`.
     public init(_ members: [any Cancelable] = []) {

@@ -230,6 +230,12 @@ private struct WalkFrame {
 
 /// True for the first caller of `claim()` only.
 final class OnceFlag: Sendable {
-    private let done = Atomic<Bool>(false)
-    func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+    // Guards the flag.
+    private let done = Locked.make(false)
+    func claim() -> Bool {
+        done.withLock { done in
+            defer { done = true }
+            return !done
+        }
+    }
 }

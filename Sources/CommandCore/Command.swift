@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A unit of business logic that runs once, asynchronously, on its own `OperationQueue`, reports
 /// values and one terminal event through a ``CommandResult``, and composes with other commands through
@@ -54,21 +53,13 @@ import Synchronization
 /// - Note: Set `name`, `replay`, ``executeQueue``, ``underlyingQueue`` and `qualityOfService` before
 ///   executing. `name` is stored under the command's lock (Foundation's own is unsynchronised).
 open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable {
-    // `@unchecked Sendable`: every mutable field of the command lives in `machine` (guarded by its
-    // mutex) or in `queueSettings` (guarded by its own mutex); the two are never held together.
-    let machine: Mutex<CommandStateMachine<Output>>
-    private let queueSettings = Mutex(QueueSettings())
-
-    struct QueueSettings {
-        var queue: OperationQueue?
-        var ownsQueue = true
-        var underlying: DispatchQueue?
-        var handedOver = false
-    }
+    // `@unchecked Sendable`: every mutable field of the command lives in `machine`, guarded by its
+    // lock (one allocation holding the lock and the state).
+    let machine: Locked<CommandStateMachine<Output>>
 
     /// Creates a command whose work is the subclass's ``run(_:)``.
     public override init() {
-        machine = Mutex(CommandStateMachine())
+        machine = .make(CommandStateMachine())
         super.init()
     }
 
@@ -78,7 +69,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     public init(_ body: @escaping @Sendable (CommandResult<Output>) -> (any Cancelable)?) {
         var machine = CommandStateMachine<Output>()
         machine.body = body
-        self.machine = Mutex(machine)
+        self.machine = .make(machine)
         super.init()
     }
 
@@ -127,23 +118,23 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// on this run and is reported as a diagnostic. The original's `excuteQueue` / `setExecQueue:`.
     public var executeQueue: OperationQueue {
         get {
-            let name = machine.withLock { $0.name }
-            return queueSettings.withLock { settings in
-                if let queue = settings.queue { return queue }
+            let qualityOfService = qualityOfService
+            return machine.withLock { machine in
+                if let queue = machine.queue.queue { return queue }
                 let queue = OperationQueue()
-                if let underlying = settings.underlying { queue.underlyingQueue = underlying }
+                if let underlying = machine.queue.underlying { queue.underlyingQueue = underlying }
                 queue.qualityOfService = qualityOfService
-                if let name { queue.name = name }
-                settings.queue = queue
-                settings.ownsQueue = true
+                if let name = machine.name { queue.name = name }
+                machine.queue.queue = queue
+                machine.queue.ownsQueue = true
                 return queue
             }
         }
         set {
-            let late = queueSettings.withLock { settings -> Bool in
-                if settings.handedOver { return true }
-                settings.queue = newValue
-                settings.ownsQueue = false
+            let late = machine.withLock { machine -> Bool in
+                if machine.queue.handedOver { return true }
+                machine.queue.queue = newValue
+                machine.queue.ownsQueue = false
                 return false
             }
             if late { diagnose(.alreadyFinished, "executeQueue was replaced after the command was handed to its queue; the new queue is ignored for this run.") }
@@ -153,8 +144,8 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// The `DispatchQueue` under the command's own queue (kept alive by the command: Foundation holds
     /// it `unowned(unsafe)`). Ignored when ``executeQueue`` was assigned. Set before executing.
     public var underlyingQueue: DispatchQueue? {
-        get { queueSettings.withLock { $0.underlying } }
-        set { queueSettings.withLock { $0.underlying = newValue } }
+        get { machine.withLock { $0.queue.underlying } }
+        set { machine.withLock { $0.queue.underlying = newValue } }
     }
 
     // MARK: - Operation
@@ -213,7 +204,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// Hands the ready command to its queue.
     func enqueue(external: Bool) {
         let queue = executeQueue
-        queueSettings.withLock { $0.handedOver = true }
+        machine.withLock { $0.queue.handedOver = true }
         if external {
             // Already held by a queue that started it: Foundation would refuse to enqueue it again.
             queue.addOperation { [self] in begin(external: false) }
@@ -258,7 +249,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if ending.wasExecuting { didChangeValue(forKey: "isExecuting") }
         if ending.postFinished { postFinished() }
         schedule(ending.wakeups)
-        queueSettings.withLock { if $0.ownsQueue { $0.queue = nil } }
+        machine.withLock { if $0.queue.ownsQueue { $0.queue.queue = nil } }
         if ending.dependents.isEmpty { return nil }
         return Propagation(outcome: ending.outcome, source: self, dependents: ending.dependents)
     }

@@ -102,7 +102,17 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case finished(Outcome)
     }
 
+    /// The command's queue settings (not part of the lifecycle, but guarded by the same lock).
+    struct QueueSettings: Sendable {
+        var queue: OperationQueue?
+        var ownsQueue = true
+        var underlying: DispatchQueue?
+        /// The command was handed to `queue`: replacing it now has no effect.
+        var handedOver = false
+    }
+
     private(set) var lifecycle: Lifecycle = .pending
+    var queue = QueueSettings()
     var name: String?
     var replay: ReplayPolicy = .all
     /// The closure of `Command { result in ... }`; released when the command ends.

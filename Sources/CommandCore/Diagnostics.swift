@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A misuse the library tolerated without crashing: an event sent after the terminal one, a dependency
 /// removed after execute, a second `start()`.
@@ -29,7 +28,7 @@ public enum CommandDiagnostics {
     }
 
     // Guards the observer table and the printed count.
-    private static let state = Mutex(State())
+    private static let state = Locked.make(State())
 
     /// Calls `observer` with every diagnostic until the returned token is cancelled.
     public static func observe(_ observer: @escaping @Sendable (CommandDiagnostic) -> Void) -> any Cancelable {

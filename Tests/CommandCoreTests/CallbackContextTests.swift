@@ -1,4 +1,4 @@
-import CommandCore
+@testable import CommandCore
 import Dispatch
 import Foundation
 import Synchronization

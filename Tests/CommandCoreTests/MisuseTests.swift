@@ -1,4 +1,4 @@
-import CommandCore
+@testable import CommandCore
 import Foundation
 import Synchronization
 import Testing

@@ -1,7 +1,12 @@
-import CommandCore
 import Dispatch
 import Foundation
 import Synchronization
+
+@testable import CommandCore
+
+/// Tests lock with the library's pthread-based lock, not `Synchronization.Mutex`: ThreadSanitizer
+/// cannot see the latter's futex on Linux and would report every access it guards as a race.
+typealias Mutex<Value> = Locked<Value>
 
 /// Resumes waiters once `fulfill()` was called `count` times. `wait` never blocks a thread: it
 /// suspends on a continuation, resumed by the last `fulfill()` or by the bound (a generous one; a
