@@ -64,7 +64,6 @@ extension Command: DependencyNode {
         let walk = walkCounter.wrappingAdd(1, ordering: .relaxed).oldValue
         guard case .claimed(let rootDependencies) = claim(walk: walk) else { return }
         if rootDependencies.isEmpty {
-            leaveStack(walk: walk)
             for node in register(walk: walk, cycleError: nil) { node.executeGraph() }
             return
         }
@@ -106,11 +105,24 @@ extension Command: DependencyNode {
     /// Phase two for this node; returns dependencies found pending (added during the walk), which the
     /// caller executes.
     func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode] {
-        if let error = cycleError ?? machine.withLock({ $0.misuse }) {
+        if let error = cycleError {
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
             return []
         }
-        guard let dependencies = machine.withLock({ $0.beginWaiting(walk: walk) }) else { return [] }
+        let makeQueue = queueMaker
+        let dependencies: [Operation]
+        switch machine.withLock({ $0.register(walk: walk, makeQueue: makeQueue) }) {
+        case .none:
+            return []
+        case .fail(let error):
+            if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+            return []
+        case .enqueue(let queue, let external):
+            enqueue(on: queue, external: external)
+            return []
+        case .register(let list):
+            dependencies = list
+        }
         var late: [any DependencyNode] = []
         for dependency in dependencies {
             if let node = dependency as? any DependencyNode {

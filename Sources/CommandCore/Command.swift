@@ -118,12 +118,11 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// on this run and is reported as a diagnostic. The original's `excuteQueue` / `setExecQueue:`.
     public var executeQueue: OperationQueue {
         get {
-            let qualityOfService = qualityOfService
+            let makeQueue = queueMaker
             return machine.withLock { machine in
                 if let queue = machine.queue.queue { return queue }
-                let queue = OperationQueue()
+                let queue = makeQueue()
                 if let underlying = machine.queue.underlying { queue.underlyingQueue = underlying }
-                queue.qualityOfService = qualityOfService
                 if let name = machine.name { queue.name = name }
                 machine.queue.queue = queue
                 machine.queue.ownsQueue = true
@@ -183,17 +182,18 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
             postFinished()
         case .execute:
             executeGraph()
-        case .run(let body):
-            runNow(body: body)
+        case .run(let body, let wakeups):
+            runNow(body: body, wakeups: wakeups)
         }
     }
 
-    private func runNow(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?) {
-        let wakeups = machine.withLock { $0.wakeStateObservers() }
+    private func runNow(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: [Wakeup]) {
         didChangeValue(forKey: "isExecuting")
-        schedule(wakeups)
-        // A state observer (or another thread) may have cancelled it already: then `run` is not called.
-        if isCancelled { return }
+        if !wakeups.isEmpty {
+            schedule(wakeups)
+            // A state observer may have cancelled it already: then `run` is not called.
+            if isCancelled { return }
+        }
         let returned = run(CommandResult(self, body: body))
         switch machine.withLock({ $0.runReturned(returned) }) {
         case .keep, .drop: break
@@ -201,10 +201,23 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         }
     }
 
+    /// Makes the command's own queue, with its quality of service.
+    var queueMaker: () -> OperationQueue {
+        let qualityOfService = qualityOfService
+        return {
+            let queue = OperationQueue()
+            queue.qualityOfService = qualityOfService
+            return queue
+        }
+    }
+
     /// Hands the ready command to its queue.
     func enqueue(external: Bool) {
-        let queue = executeQueue
-        machine.withLock { $0.queue.handedOver = true }
+        let makeQueue = queueMaker
+        enqueue(on: machine.withLock { $0.handOver(makeQueue: makeQueue) }, external: external)
+    }
+
+    func enqueue(on queue: OperationQueue, external: Bool) {
         if external {
             // Already held by a queue that started it: Foundation would refuse to enqueue it again.
             queue.addOperation { [self] in begin(external: false) }
@@ -233,18 +246,28 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         perform(ending)
     }
 
+    func receiveSuccess(_ value: Output) {
+        guard let ending = machine.withLock({ $0.succeed(value) }) else {
+            if !isCancelled {
+                diagnose(.alreadyFinished, "succeed(\(value)) was called after the terminal event; it is ignored.")
+            }
+            return
+        }
+        perform(ending)
+    }
+
     func resultReleased() {
         let error = CommandError.resultAbandoned(displayName)
         if let ending = machine.withLock({ $0.finish(.failed(error)) }) { perform(ending) }
     }
 
     /// Everything an ending does after the lock was released.
-    func perform(_ ending: CommandStateMachine<Output>.Ending) {
+    func perform(_ ending: Ending) {
         if let propagation = performLocally(ending) { propagate(propagation) }
     }
 
     /// An ending's effects on this command; returns what its dependents must be told.
-    func performLocally(_ ending: CommandStateMachine<Output>.Ending) -> Propagation? {
+    func performLocally(_ ending: Ending) -> Propagation? {
         ending.cancelable?.cancel()
         if ending.wasExecuting { didChangeValue(forKey: "isExecuting") }
         if ending.postFinished { postFinished() }

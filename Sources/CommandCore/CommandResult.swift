@@ -30,10 +30,7 @@ public struct CommandResult<Output: Sendable>: Sendable {
     public func fail(_ error: any Error) { run.command.receiveTerminal(.failed(error), event: "fail(\(error))") }
 
     /// Sends `value` and completes: the original's `useEasyResult` / `onSuccess`.
-    public func succeed(_ value: Output) {
-        send(value)
-        complete()
-    }
+    public func succeed(_ value: Output) { run.command.receiveSuccess(value) }
 
     /// True once the command was cancelled; long work should check it and stop early.
     public var isCancelled: Bool { run.command.isCancelled }

@@ -47,6 +47,70 @@ enum Claim: Sendable {
     case notPending
 }
 
+// MARK: - Actions (non-generic: generic nested types cost a metadata lookup per use in unspecialised code)
+
+enum AddDependencyAction: Sendable {
+    case none
+    /// Added while waiting: register with it (after a cycle check) and count it.
+    case registerLate
+    /// Too late: fail the command (it was handed to its queue already).
+    case failAfterStart
+    /// The command has ended; the edge is ignored.
+    case ignoredFinished
+    /// Already a dependency.
+    case duplicate
+    /// A misuse that fails the command now (a self-dependency once executed).
+    case failNow(CommandError)
+}
+
+enum ReadyAction: Sendable {
+    case none
+    /// Hand the command to its queue (`external`: with a trampoline, the command being already
+    /// held by a queue that started it).
+    case enqueue(external: Bool)
+    /// Ended because of a dependency.
+    case ended(Ending)
+}
+
+enum RunReturnAction: Sendable {
+    case keep
+    /// The command was cancelled while `run` ran: cancel what it returned.
+    case cancel
+    /// The command already ended otherwise: drop it.
+    case drop
+}
+
+/// Everything to do after a command ended, outside the lock.
+struct Ending: Sendable {
+    let outcome: Outcome
+    /// Was executing: post `isExecuting` as well.
+    let wasExecuting: Bool
+    /// Post `isFinished` now (false while a queue still has to start it).
+    let postFinished: Bool
+    /// Cancel this (the run's cancelable) when the ending is a cancel.
+    let cancelable: (any Cancelable)?
+    let dependents: [any DependencyNode]
+    let wakeups: [Wakeup]
+}
+
+/// Where a command is in its life (see ``CommandStateMachine``); not generic, so unspecialised code
+/// pays no metadata lookup for it.
+enum Lifecycle: Sendable {
+    case pending
+    /// Owned by the execute walk `walk`; `onStack` while its dependencies are being walked.
+    case claimed(walk: UInt64, onStack: Bool)
+    /// Registered with its dependencies; `remaining` of them (plus one hold while registering)
+    /// have not finished.
+    case waiting(remaining: Int)
+    /// Handed to its queue; `start()` not called yet.
+    case enqueued
+    case executing
+    /// Ended while its queue held it and had not started it: Foundation requires the queue to
+    /// start it, and `isFinished` turns true then.
+    case endedBeforeStart(Outcome)
+    case finished(Outcome)
+}
+
 /// One observer of a command: where its callbacks run, what it wants and how far it got.
 struct ObserverRecord<Output: Sendable>: Sendable {
     enum Sink: Sendable {
@@ -86,21 +150,6 @@ struct Wakeup: Sendable {
 ///                          (cancelled while its queue holds it) endedBeforeStart --start--> finished
 /// ```
 struct CommandStateMachine<Output: Sendable>: Sendable {
-    enum Lifecycle: Sendable {
-        case pending
-        /// Owned by the execute walk `walk`; `onStack` while its dependencies are being walked.
-        case claimed(walk: UInt64, onStack: Bool)
-        /// Registered with its dependencies; `remaining` of them (plus one hold while registering)
-        /// have not finished.
-        case waiting(remaining: Int)
-        /// Handed to its queue; `start()` not called yet.
-        case enqueued
-        case executing
-        /// Ended while its queue held it and had not started it: Foundation requires the queue to
-        /// start it, and `isFinished` turns true then.
-        case endedBeforeStart(Outcome)
-        case finished(Outcome)
-    }
 
     /// The command's queue settings (not part of the lifecycle, but guarded by the same lock).
     struct QueueSettings: Sendable {
@@ -166,19 +215,6 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     // MARK: - Dependencies
 
-    enum AddDependencyAction: Sendable {
-        case none
-        /// Added while waiting: register with it (after a cycle check) and count it.
-        case registerLate
-        /// Too late: fail the command (it was handed to its queue already).
-        case failAfterStart
-        /// The command has ended; the edge is ignored.
-        case ignoredFinished
-        /// Already a dependency.
-        case duplicate
-        /// A misuse that fails the command now (a self-dependency once executed).
-        case failNow(CommandError)
-    }
 
     mutating func addDependency(
         _ operation: Operation, isSelf: Bool, typeName: @autoclosure () -> String
@@ -254,22 +290,42 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         if case .claimed(walk, true) = lifecycle { lifecycle = .claimed(walk: walk, onStack: false) }
     }
 
-    /// Phase two of the walk: returns the dependencies to register with, counting each plus a hold,
-    /// or nil if the command ended meanwhile (cancelled) or belongs to another walk.
-    mutating func beginWaiting(walk: UInt64) -> [Operation]? {
-        guard case .claimed(walk, _) = lifecycle else { return nil }
-        lifecycle = .waiting(remaining: dependencies.count + 1)
-        return dependencies
+    enum Registering: Sendable {
+        /// Register with these dependencies (the count includes a hold to release after).
+        case register([Operation])
+        /// Ready at once (no dependency): hand it to `queue` (`external`: through a trampoline).
+        case enqueue(OperationQueue, external: Bool)
+        /// Fail with this misuse (a self-dependency).
+        case fail(CommandError)
+        /// Ended meanwhile, or not this walk's.
+        case none
     }
 
-    enum ReadyAction: Sendable {
-        case none
-        /// Hand the command to its queue (`external`: with a trampoline, the command being already
-        /// held by a queue that started it).
-        case enqueue(external: Bool)
-        /// Ended because of a dependency.
-        case ended(Ending)
+    /// Phase two of the walk in one step: the common case of a command without dependencies goes
+    /// straight to its queue (one lock round trip instead of four).
+    mutating func register(walk: UInt64, makeQueue: () -> OperationQueue) -> Registering {
+        guard case .claimed(walk, _) = lifecycle else { return .none }
+        if let misuse { return .fail(misuse) }
+        if dependencies.isEmpty {
+            lifecycle = .enqueued
+            return .enqueue(handOver(makeQueue: makeQueue), external: startedExternally)
+        }
+        lifecycle = .waiting(remaining: dependencies.count + 1)
+        return .register(dependencies)
     }
+
+    /// The queue to hand the command to, made if needed; marks it handed over.
+    mutating func handOver(makeQueue: () -> OperationQueue) -> OperationQueue {
+        queue.handedOver = true
+        if let existing = queue.queue { return existing }
+        let made = makeQueue()
+        if let underlying = queue.underlying { made.underlyingQueue = underlying }
+        if let name { made.name = name }
+        queue.queue = made
+        queue.ownsQueue = true
+        return made
+    }
+
 
     /// A dependency (or the registration hold, with `.completed`) finished.
     mutating func dependencyFinished(
@@ -302,7 +358,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     enum StartAction: Sendable {
         case none
         /// Call `run`; `body` is the closure of `init(_:)` (nil: the subclass's override).
-        case run(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?)
+        case run(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: [Wakeup])
         /// Post `isFinished` (the command ended while its queue held it).
         case postFinished
         /// Started by a queue the user added it to: execute it (walk the dependencies).
@@ -314,7 +370,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case .enqueued:
             lifecycle = .executing
             didExecute = true
-            return .run(body: body)
+            return .run(body: body, wakeups: wakeStateObservers())
         case .endedBeforeStart(let outcome):
             lifecycle = .finished(outcome)
             return .postFinished
@@ -329,13 +385,6 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
-    enum RunReturnAction: Sendable {
-        case keep
-        /// The command was cancelled while `run` ran: cancel what it returned.
-        case cancel
-        /// The command already ended otherwise: drop it.
-        case drop
-    }
 
     /// `run` returned `cancelable`.
     mutating func runReturned(_ returned: (any Cancelable)?) -> RunReturnAction {
@@ -352,18 +401,6 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
-    /// Everything to do after a command ended, outside the lock.
-    struct Ending: Sendable {
-        let outcome: Outcome
-        /// Was executing: post `isExecuting` as well.
-        let wasExecuting: Bool
-        /// Post `isFinished` now (false while a queue still has to start it).
-        let postFinished: Bool
-        /// Cancel this (the run's cancelable) when the ending is a cancel.
-        let cancelable: (any Cancelable)?
-        let dependents: [any DependencyNode]
-        let wakeups: [Wakeup]
-    }
 
     private mutating func end(_ outcome: Outcome) -> Ending {
         let wasExecuting = isExecuting
@@ -391,6 +428,13 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     mutating func finish(_ outcome: Outcome) -> Ending? {
         guard case .executing = lifecycle else { return nil }
         return end(outcome)
+    }
+
+    /// `succeed`: a value and completion in one step, so observers are woken once, not twice.
+    mutating func succeed(_ value: Output) -> Ending? {
+        guard case .executing = lifecycle else { return nil }
+        log.append(value)
+        return end(.completed)
     }
 
     /// Cancel, the execute token or a dependency-independent failure (cycle, misuse, late dependency):

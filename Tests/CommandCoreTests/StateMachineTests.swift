@@ -11,9 +11,9 @@ import Testing
         var machine = Machine()
         guard case .claimed = machine.claim(walk: 1) else { Issue.record("claim failed"); return machine }
         machine.leaveStack(walk: 1)
-        #expect(machine.beginWaiting(walk: 1)?.isEmpty == true)
-        guard case .enqueue(external: false) = machine.dependencyFinished(.completed, dependencyName: "", typeName: "T")
-        else { Issue.record("not enqueued"); return machine }
+        guard case .enqueue(_, external: false) = machine.register(walk: 1, makeQueue: { OperationQueue() }) else {
+            Issue.record("not enqueued"); return machine
+        }
         guard case .run = machine.start(external: false) else { Issue.record("not run"); return machine }
         return machine
     }
@@ -54,7 +54,10 @@ import Testing
         _ = machine.addDependency(b, isSelf: false, typeName: "T")
         guard case .claimed(let deps) = machine.claim(walk: 7) else { Issue.record("claim"); return }
         #expect(deps.count == 2)
-        #expect(machine.beginWaiting(walk: 7)?.count == 2)
+        guard case .register(let registered) = machine.register(walk: 7, makeQueue: { OperationQueue() }) else {
+            Issue.record("register"); return
+        }
+        #expect(registered.count == 2)
         // The registration hold and one dependency: still waiting.
         guard case .none = machine.dependencyFinished(.completed, dependencyName: "", typeName: "T") else {
             Issue.record("enqueued too early"); return
@@ -72,7 +75,7 @@ import Testing
         machine.name = "parse"
         _ = machine.addDependency(BlockOperation(), isSelf: false, typeName: "T")
         _ = machine.claim(walk: 1)
-        _ = machine.beginWaiting(walk: 1)
+        _ = machine.register(walk: 1, makeQueue: { OperationQueue() })
         let action = machine.dependencyFinished(
             .failed(CocoaError(.fileNoSuchFile)), dependencyName: "fetch", typeName: "T")
         guard case .ended(let ending) = action, case .cancelled(let error) = ending.outcome else {
@@ -96,8 +99,7 @@ import Testing
     @Test func cancelWhileEnqueued_waitsForTheQueueToStartIt() {
         var machine = Machine()
         _ = machine.claim(walk: 1)
-        _ = machine.beginWaiting(walk: 1)
-        _ = machine.dependencyFinished(.completed, dependencyName: "", typeName: "T")
+        _ = machine.register(walk: 1, makeQueue: { OperationQueue() })  // no dependency: enqueued at once
         let ending = machine.terminate(.cancelled(.cancelled("x")))
         #expect(ending?.postFinished == false)
         #expect(machine.isCancelled)
@@ -169,10 +171,9 @@ import Testing
         var machine = Machine()
         let id = machine.addObserver(context: .immediate, sink: .states { _ in }).id
         _ = machine.claim(walk: 1)
-        _ = machine.beginWaiting(walk: 1)
-        _ = machine.dependencyFinished(.completed, dependencyName: "", typeName: "T")
-        _ = machine.start(external: false)
-        #expect(machine.wakeStateObservers().count == 1)
+        _ = machine.register(walk: 1, makeQueue: { OperationQueue() })
+        guard case .run(_, let wakeups) = machine.start(external: false) else { Issue.record("start"); return }
+        #expect(wakeups.count == 1)
         _ = machine.finish(.completed)
         var states: [String] = []
         while case .state(let state, _) = machine.nextDelivery(for: id) { states.append(state.description) }
