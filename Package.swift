@@ -20,6 +20,11 @@ let package = Package(
             dependencies: ["CommandCore"],
             path: "Examples/RoundTrip"
         ),
+        .executableTarget(
+            name: "ReadmeSnippet",
+            dependencies: ["CommandCore"],
+            path: "Examples/ReadmeSnippet"
+        ),
         .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore"]),
     ],
     swiftLanguageModes: [.v6]
