@@ -13,9 +13,11 @@ import Foundation
 /// - `.runLoop(loop, mode:)`: a zero-interval `Timer` added to `loop` in `mode`, which also wakes the
 ///   loop (`RunLoop.perform` alone does not wake it on Linux). Delivered only while someone runs that
 ///   loop in that mode; a loop nobody runs never delivers (the events wait, nothing is lost or crashes).
-/// - `.immediate`: on the thread that produced the event, before `send`/`complete` returns (unless that
-///   observer is already being delivered to on another thread, in which case that delivery loop
-///   picks the event up). Use it for cheap, thread-safe handlers; combinators use it.
+/// - `.immediate`: on the thread that produced the event, before the outermost `send`/`complete` on
+///   that thread returns. A delivery triggered from inside an immediate callback is queued and runs
+///   right after that callback returns (a per-thread loop, so a 10,000-stage chain does not grow the
+///   stack); if the observer is already being delivered to on another thread, that delivery loop
+///   picks the event up. Use it for cheap, thread-safe handlers; combinators use it.
 public struct CallbackContext: Sendable, CustomStringConvertible {
     enum Kind: @unchecked Sendable {
         // `RunLoop` is not Sendable; it is only used through `add(_:forMode:)`, which CoreFoundation
@@ -99,7 +101,7 @@ public struct CallbackContext: Sendable, CustomStringConvertible {
             let timer = Timer(timeInterval: 0, repeats: false) { _ in block() }
             loop.add(timer, forMode: mode)
         case .immediate:
-            block()
+            Trampoline.run(block)
         }
     }
 

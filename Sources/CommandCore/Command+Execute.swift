@@ -16,7 +16,7 @@ extension Command {
     public func execute(
         on context: CallbackContext? = nil, _ handler: @escaping @Sendable (CommandEvent<Output>) -> Void
     ) -> any Cancelable {
-        attach(context: context ?? .current, sink: .events(handler))
+        attach(context: context ?? .current, sink: .events(handler), as: .executor)
         executeGraph()
         return self
     }
@@ -95,9 +95,29 @@ extension Command {
     /// The number of observers still waiting for events (for tests and leak checks).
     public var observerCount: Int { machine.withLock { $0.observerCount } }
 
+    /// For combinators: observes this command `.immediate`ly as a counted consumer and executes it.
+    /// Cancelling the returned subscription detaches the observer; the command itself is cancelled
+    /// when its last consumer detached, unless someone executed it directly or it already ended.
+    package func subscribe(_ handler: @escaping @Sendable (CommandEvent<Output>) -> Void) -> any Cancelable {
+        let id = attach(context: .immediate, sink: .events(handler), as: .consumer)
+        executeGraph()
+        return BlockCancelable { [self] in
+            if machine.withLock({ $0.releaseConsumer(observer: id) }) { cancel() }
+        }
+    }
+
+    /// Keeps `inputs` alive until this command ends (released with a loop, so a long chain of
+    /// combinators is freed without recursion).
+    package func retain(inputs: [Operation]) {
+        machine.withLock { $0.retain(inputs: inputs) }
+    }
+
     @discardableResult
-    func attach(context: CallbackContext, sink: ObserverRecord<Output>.Sink) -> UInt64 {
-        let (id, wakeup) = machine.withLock { $0.addObserver(context: context, sink: sink) }
+    func attach(
+        context: CallbackContext, sink: ObserverRecord<Output>.Sink,
+        as attachment: CommandStateMachine<Output>.Attachment = .observer
+    ) -> UInt64 {
+        let (id, wakeup) = machine.withLock { $0.addObserver(context: context, sink: sink, as: attachment) }
         if let wakeup { schedule([wakeup]) }
         return id
     }

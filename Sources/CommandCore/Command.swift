@@ -273,6 +273,10 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if ending.postFinished { postFinished() }
         schedule(ending.wakeups)
         machine.withLock { if $0.queue.ownsQueue { $0.queue.queue = nil } }
+        if !ending.inputs.isEmpty {
+            var inputs = ending.inputs
+            DeferredRelease.release(&inputs)
+        }
         if ending.dependents.isEmpty { return nil }
         return Propagation(outcome: ending.outcome, source: self, dependents: ending.dependents)
     }
@@ -289,7 +293,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     deinit {
         // Nothing can be running (a run holds its command through its result). Release the
         // dependencies with a loop: see `DeferredRelease`.
-        var dependencies = machine.withLock { $0.takeDependencies() }
-        if !dependencies.isEmpty { DeferredRelease.release(&dependencies) }
+        var released = machine.withLock { $0.takeDependencies() + $0.takeInputs() }
+        if !released.isEmpty { DeferredRelease.release(&released) }
     }
 }

@@ -32,6 +32,9 @@ public struct CommandResult<Output: Sendable>: Sendable {
     /// Sends `value` and completes: the original's `useEasyResult` / `onSuccess`.
     public func succeed(_ value: Output) { run.command.receiveSuccess(value) }
 
+    /// Ends the run cancelled with `error` (for combinators whose input was cancelled).
+    package func cancel(_ error: CommandError) { run.command.receiveTerminal(.cancelled(error), event: "cancel()") }
+
     /// True once the command was cancelled; long work should check it and stop early.
     public var isCancelled: Bool { run.command.isCancelled }
 }

@@ -91,6 +91,8 @@ struct Ending: Sendable {
     let cancelable: (any Cancelable)?
     let dependents: [any DependencyNode]
     let wakeups: [Wakeup]
+    /// A combinator's inputs, released (with a loop) once the ending was performed.
+    let inputs: [Operation]
 }
 
 /// Where a command is in its life (see ``CommandStateMachine``); not generic, so unspecialised code
@@ -162,6 +164,13 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     private(set) var lifecycle: Lifecycle = .pending
     var queue = QueueSettings()
+    /// Internal consumers (combinators subscribed to this command); when the last one detaches and
+    /// nobody executed the command directly, it is cancelled.
+    private(set) var consumers = 0
+    /// Executed directly (`execute`, `start()`): never cancelled for lack of consumers.
+    private(set) var pinned = false
+    /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
+    private var inputs: [Operation] = []
     var name: String?
     var replay: ReplayPolicy = .all
     /// The closure of `Command { result in ... }`; released when the command ends.
@@ -375,7 +384,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
             lifecycle = .finished(outcome)
             return .postFinished
         case .pending:
-            if external { startedExternally = true }
+            if external {
+                startedExternally = true
+                pinned = true
+            }
             return external ? .execute : .none
         case .claimed, .waiting:
             if external { startedExternally = true }
@@ -416,7 +428,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         let ending = Ending(
             outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
             cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
-            wakeups: wakeAll())
+            wakeups: wakeAll(), inputs: inputs)
+        inputs = []
         cancelable = nil
         body = nil
         dependents = []
@@ -455,9 +468,41 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         return wakeups
     }
 
+    mutating func retain(inputs more: [Operation]) { inputs += more }
+
+    /// Empties the input list (when the command is released).
+    mutating func takeInputs() -> [Operation] {
+        defer { inputs = [] }
+        return inputs
+    }
+
+    /// Detaches a consumer's observer; true when the command should now be cancelled (no consumer
+    /// left, not executed directly, not ended).
+    mutating func releaseConsumer(observer: UInt64) -> Bool {
+        guard let index = observers.firstIndex(where: { $0.id == observer }) else { return false }
+        observers.remove(at: index)
+        trim()
+        consumers -= 1
+        return consumers == 0 && !pinned && outcome == nil
+    }
+
+    enum Attachment: Sendable {
+        /// A caller that executes the command (`execute`): pins it.
+        case executor
+        /// A combinator consuming it: counted.
+        case consumer
+        /// An observer only (`observe`, `observeState`).
+        case observer
+    }
+
     mutating func addObserver(
-        context: CallbackContext, sink: ObserverRecord<Output>.Sink
+        context: CallbackContext, sink: ObserverRecord<Output>.Sink, as attachment: Attachment = .observer
     ) -> (id: UInt64, wakeup: Wakeup?) {
+        switch attachment {
+        case .executor: pinned = true
+        case .consumer: consumers += 1
+        case .observer: break
+        }
         let id = nextObserverID
         nextObserverID += 1
         var record = ObserverRecord(id: id, context: context, sink: sink, cursor: log.startIndex)

@@ -1,0 +1,62 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Runs `.immediate` deliveries with a loop per thread instead of nesting them.
+///
+/// A value sent at the head of a 10,000-stage `map` chain is delivered stage by stage on the
+/// producing thread. Nested calls would grow the stack by a few frames per stage and overflow it
+/// (OpenCombine crashes near 580 stages here). Instead, the first immediate delivery on a thread runs
+/// a loop; a delivery started from inside it is queued (FIFO) and run by that loop once the current
+/// one returns. Each observer's own order is kept by its mailbox; the stack depth stays constant.
+enum Trampoline {
+    /// Per-thread state; only touched by its own thread.
+    final class Queue {
+        var blocks: [@Sendable () -> Void] = []
+        var head = 0
+        var running = false
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+                Unmanaged<Queue>.fromOpaque(pointer).release()
+            #else
+                if let pointer { Unmanaged<Queue>.fromOpaque(pointer).release() }
+            #endif
+        }
+        precondition(status == 0, "Trampoline: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    private static var current: Queue {
+        if let pointer = pthread_getspecific(key) { return Unmanaged<Queue>.fromOpaque(pointer).takeUnretainedValue() }
+        let queue = Queue()
+        pthread_setspecific(key, Unmanaged.passRetained(queue).toOpaque())
+        return queue
+    }
+
+    /// Runs `block` now, or after the block this thread is already running returns.
+    static func run(_ block: @escaping @Sendable () -> Void) {
+        let queue = current
+        if queue.running {
+            queue.blocks.append(block)
+            return
+        }
+        queue.running = true
+        block()
+        while queue.head < queue.blocks.count {
+            let next = queue.blocks[queue.head]
+            queue.head += 1
+            next()
+        }
+        queue.blocks.removeAll(keepingCapacity: queue.blocks.count <= 256)
+        queue.head = 0
+        queue.running = false
+    }
+}
