@@ -14,18 +14,18 @@
 /// understood by TSan, so a clean TSan run means something.
 ///
 /// Never call user code, or take another command's lock, inside `withLock`.
-struct Locked<Value>: @unchecked Sendable {
+package struct Locked<Value>: @unchecked Sendable {
     // `@unchecked Sendable`: the value is only reached through `withLock`, under the mutex.
     private let storage: LockStorage<Value>
 
     private init(storage: LockStorage<Value>) { self.storage = storage }
 
-    static func make(_ value: Value) -> Locked<Value> { Locked(storage: LockStorage.make(value)) }
+    package static func make(_ value: Value) -> Locked<Value> { Locked(storage: LockStorage.make(value)) }
 
-    init(_ value: Value) { storage = LockStorage.make(value) }
+    package init(_ value: Value) { storage = LockStorage.make(value) }
 
     @inline(__always)
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try storage.withLock(body)
     }
 }
@@ -48,7 +48,7 @@ final class LockStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
     }
 
     @inline(__always)
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try withUnsafeMutablePointers { value, mutex in
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }

@@ -1,0 +1,142 @@
+import CommandCore
+import Foundation
+
+/// What a combinator sends downstream, queued in decision order.
+enum Emission<Output: Sendable>: Sendable {
+    case value(Output)
+    /// A value computed when it is sent, outside every lock (a user's `reduce`); a throw fails the node.
+    case computed(@Sendable () throws -> Output)
+    case completed
+    case failed(any Error)
+    case cancelled(CommandError)
+}
+
+/// The plumbing every combinator node shares: its result sink, its subscriptions to its inputs, and
+/// an outbox that keeps emissions in the order its state machine decided them.
+///
+/// Inputs deliver on their own threads, possibly at the same time. A combinator decides what to emit
+/// under its state machine's lock and queues it here (``enqueue(_:)``, a leaf lock, allowed inside
+/// the state machine's lock); after unlocking it calls ``flush()``, which sends the queued emissions
+/// one drainer at a time, in order, with no lock held (a send may deliver `.immediate`ly downstream).
+/// After a terminal emission every subscription is cancelled: an input no other consumer needs is
+/// cancelled with it.
+final class Link<Output: Sendable>: Cancelable {
+    private struct Outbox {
+        var queue: [Emission<Output>] = []
+        var draining = false
+        var ended = false
+    }
+
+    let result: CommandResult<Output>
+    let node: String
+    private let subscriptions = CompoundCancelable()
+    // Guards the queued emissions and the drainer flag.
+    private let outbox = Locked(Outbox())
+
+    init(_ result: CommandResult<Output>, node: String) {
+        self.result = result
+        self.node = node
+    }
+
+    /// Observes `input` (executing it) until this node ends or is cancelled.
+    func subscribe<Input>(_ input: Command<Input>, _ handler: @escaping @Sendable (CommandEvent<Input>) -> Void) {
+        subscriptions.add(input.subscribe(handler))
+    }
+
+    /// Keeps a subscription until this node ends or is cancelled.
+    func add(_ subscription: any Cancelable) { subscriptions.add(subscription) }
+
+    /// Queues an emission; call it under the state machine's lock, then `flush()` after unlocking.
+    func enqueue(_ emission: Emission<Output>) {
+        outbox.withLock { outbox in
+            if outbox.ended { return }
+            switch emission {
+            case .value, .computed: break
+            case .completed, .failed, .cancelled: outbox.ended = true
+            }
+            outbox.queue.append(emission)
+        }
+    }
+
+    /// Sends what was queued, in order; returns at once if another thread is already sending.
+    func flush() {
+        while true {
+            let batch = outbox.withLock { outbox -> [Emission<Output>] in
+                if outbox.draining || outbox.queue.isEmpty {
+                    if outbox.queue.isEmpty { outbox.draining = false }
+                    return []
+                }
+                outbox.draining = true
+                defer { outbox.queue.removeAll(keepingCapacity: true) }
+                return outbox.queue
+            }
+            if batch.isEmpty { return }
+            for emission in batch { perform(emission) }
+            let more = outbox.withLock { outbox -> Bool in
+                if outbox.queue.isEmpty {
+                    outbox.draining = false
+                    return false
+                }
+                return true
+            }
+            if !more { return }
+        }
+    }
+
+    /// Emits directly; for single-input operators, whose input's deliveries are already serialised.
+    func emit(_ emission: Emission<Output>) {
+        enqueue(emission)
+        flush()
+    }
+
+    private func perform(_ emission: Emission<Output>) {
+        switch emission {
+        case .value(let value):
+            result.send(value)
+        case .computed(let compute):
+            do { result.send(try compute()) } catch {
+                outbox.withLock { $0.queue.removeAll() }
+                result.fail(error)
+                subscriptions.cancel()
+            }
+        case .completed:
+            result.complete()
+            subscriptions.cancel()
+        case .failed(let error):
+            result.fail(error)
+            subscriptions.cancel()
+        case .cancelled(let error):
+            result.cancel(error)
+            subscriptions.cancel()
+        }
+    }
+
+    /// The error a node reports when its input `input` was cancelled.
+    func inputCancelled(_ input: String) -> CommandError {
+        CommandError(
+            code: .dependencyCancelled, command: node,
+            message: "'\(node)' ended because its input '\(input)' was cancelled.", dependency: input)
+    }
+
+    /// The run's cancelable: the node was cancelled, so its subscriptions go.
+    func cancel() { subscriptions.cancel() }
+
+    var isCancelled: Bool { subscriptions.isCancelled }
+}
+
+extension Command {
+    /// Makes a combinator node named `name`: a command whose run gives `body` a ``Link`` to subscribe
+    /// to `inputs` and emit through. The node keeps `inputs` alive until it ends.
+    static func combinator(
+        _ name: String, inputs: [Operation], _ body: @escaping @Sendable (Link<Output>) -> Void
+    ) -> Command<Output> {
+        let node = Command<Output> { result in
+            let link = Link(result, node: name)
+            body(link)
+            return link
+        }
+        node.name = name
+        node.retain(inputs: inputs)
+        return node
+    }
+}

@@ -1,0 +1,80 @@
+import CommandCore
+import Foundation
+
+/// One input of a many-input combinator, its values erased to the state machine's element type.
+struct NaryInput<Element: Sendable>: Sendable {
+    let operation: Operation
+    let name: @Sendable () -> String
+    let subscribe: @Sendable (_ onEvent: @escaping @Sendable (CommandEvent<Element>) -> Void) -> (any Cancelable)
+
+    init<Value>(_ command: Command<Value>, _ transform: @escaping @Sendable (Value) -> Element) {
+        operation = command
+        // `unowned(unsafe)`: the node keeps its inputs alive until it ends (`retain(inputs:)`), and
+        // these closures only run while it is running.
+        name = { [unowned(unsafe) command] in command.displayName }
+        subscribe = { [unowned(unsafe) command] onEvent in
+            command.subscribe { event in
+                switch event {
+                case .value(let value): onEvent(.value(transform(value)))
+                case .completed: onEvent(.completed)
+                case .failed(let error): onEvent(.failed(error))
+                case .cancelled(let error): onEvent(.cancelled(error))
+                }
+            }
+        }
+    }
+
+    init(_ command: Command<Element>) {
+        operation = command
+        name = { [unowned(unsafe) command] in command.displayName }
+        subscribe = { [unowned(unsafe) command] onEvent in command.subscribe(onEvent) }
+    }
+}
+
+extension Command {
+    /// A node fed by `inputs`: each input event, tagged with its index, goes to `handle` under the
+    /// lock of `machine`, which queues emissions on the link; they are sent after unlocking, in order.
+    static func nary<Element: Sendable, Machine: Sendable>(
+        _ name: String, inputs: [NaryInput<Element>], machine makeMachine: @escaping @Sendable () -> Machine,
+        start: (@Sendable (inout Machine, Link<Output>) -> Void)? = nil,
+        handle: @escaping @Sendable (inout Machine, Int, CommandEvent<Element>, Link<Output>) -> Void
+    ) -> Command<Output> {
+        combinator(name, inputs: inputs.map(\.operation)) { link in
+            let machine = Locked(makeMachine())
+            if let start {
+                machine.withLock { start(&$0, link) }
+                link.flush()
+            }
+            for (index, input) in inputs.enumerated() {
+                link.add(
+                    input.subscribe { event in
+                        machine.withLock { handle(&$0, index, event, link) }
+                        link.flush()
+                    })
+            }
+        }
+    }
+}
+
+extension Link {
+    /// The error for input `index` of `inputs` having been cancelled.
+    func inputCancelled<Element>(_ index: Int, of inputs: [NaryInput<Element>]) -> CommandError {
+        inputCancelled(inputs[index].name())
+    }
+}
+
+/// Builds a tuple of a parameter pack's types from erased values, in order.
+struct PackReader: ~Copyable {
+    private let values: [any Sendable]
+    private var index = 0
+
+    init(_ values: [any Sendable]) { self.values = values }
+
+    mutating func next<Value>(_: Value.Type) -> Value {
+        defer { index += 1 }
+        guard let value = values[index] as? Value else {
+            preconditionFailure("PackReader: value \(index) is not a \(Value.self)")
+        }
+        return value
+    }
+}

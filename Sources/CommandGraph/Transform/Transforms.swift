@@ -1,0 +1,85 @@
+import CommandCore
+
+// Stateless one-input operators. For each: values are handled on the thread the input delivered
+// them on (`.immediate`, no hop); a throwing closure fails the node with its error and cancels the
+// input (if no other consumer needs it); cancelling the node cancels the input likewise.
+
+extension Command {
+    /// Transforms each value.
+    ///
+    /// *Emits:* `transform(value)` for each value. *Completes:* when this command completes.
+    /// *Fails:* when this command fails, or `transform` throws (with its error).
+    /// *Cancels:* this command when the node is cancelled (unless another consumer needs it).
+    public func map<Result: Sendable>(_ transform: @escaping @Sendable (Output) throws -> Result) -> Command<Result> {
+        unary("map") { link, input in
+            { event in
+                guard case .value(let value) = event else { return link.forwardTerminal(event, from: input) }
+                do { link.emit(.value(try transform(value))) } catch { link.emit(.failed(error)) }
+            }
+        }
+    }
+
+    /// Passes the values `isIncluded` accepts.
+    ///
+    /// *Emits:* each value for which `isIncluded` is true. *Completes:* when this command completes.
+    /// *Fails:* when this command fails, or `isIncluded` throws. *Cancels:* as ``map(_:)``.
+    public func filter(_ isIncluded: @escaping @Sendable (Output) throws -> Bool) -> Command<Output> {
+        unary("filter") { link, input in
+            { event in
+                guard case .value(let value) = event else { return link.forwardTerminal(event, from: input) }
+                do { if try isIncluded(value) { link.emit(.value(value)) } } catch { link.emit(.failed(error)) }
+            }
+        }
+    }
+
+    /// Transforms each value and drops the nils.
+    ///
+    /// *Emits:* each non-nil `transform(value)`. *Completes:* when this command completes.
+    /// *Fails:* when this command fails, or `transform` throws. *Cancels:* as ``map(_:)``.
+    public func compactMap<Result: Sendable>(
+        _ transform: @escaping @Sendable (Output) throws -> Result?
+    ) -> Command<Result> {
+        unary("compactMap") { link, input in
+            { event in
+                guard case .value(let value) = event else { return link.forwardTerminal(event, from: input) }
+                do { if let mapped = try transform(value) { link.emit(.value(mapped)) } } catch {
+                    link.emit(.failed(error))
+                }
+            }
+        }
+    }
+
+    /// Drops every value; keeps the terminal event.
+    ///
+    /// *Emits:* nothing. *Completes:* when this command completes. *Fails:* when it fails.
+    /// *Cancels:* as ``map(_:)``.
+    public func ignoreValues() -> Command<Output> {
+        unary("ignoreValues") { link, input in
+            { event in if event.isTerminal { link.forwardTerminal(event, from: input) } }
+        }
+    }
+
+    /// Runs side effects for each event, then passes it on unchanged (ReactiveCocoa's `doNext:`,
+    /// `doCompleted:`, `doError:`). The closures run on the thread the event arrived on, before the
+    /// event is passed on.
+    ///
+    /// *Emits / Completes / Fails:* as this command. *Cancels:* as ``map(_:)``.
+    public func handleEvents(
+        value: (@Sendable (Output) -> Void)? = nil, completed: (@Sendable () -> Void)? = nil,
+        failed: (@Sendable (any Error) -> Void)? = nil, cancelled: (@Sendable (CommandError) -> Void)? = nil
+    ) -> Command<Output> {
+        unary("handleEvents") { link, input in
+            { event in
+                switch event {
+                case .value(let element):
+                    value?(element)
+                    link.emit(.value(element))
+                case .completed: completed?()
+                case .failed(let error): failed?(error)
+                case .cancelled(let error): cancelled?(error)
+                }
+                link.forwardTerminal(event, from: input)
+            }
+        }
+    }
+}
