@@ -34,6 +34,10 @@ public struct CommandError: Error, Sendable, CustomStringConvertible {
         public static let resultAbandoned = Code("resultAbandoned")
         /// `Command` was used without overriding `run(_:)` and without a body closure.
         public static let missingRun = Code("missingRun")
+        /// A deadline passed (`timeout`).
+        public static let timedOut = Code("timedOut")
+        /// An argument out of range (a negative retry count, a timeout that is not positive).
+        public static let invalidArgument = Code("invalidArgument")
 
         public var description: String { rawValue }
     }

@@ -46,6 +46,18 @@ final class Link<Output: Sendable>: Cancelable {
     /// Keeps a subscription until this node ends or is cancelled.
     func add(_ subscription: any Cancelable) { subscriptions.add(subscription) }
 
+    /// Runs `action` on `scheduler` after `delay`, unless this node ends first; the timer is held
+    /// only until it fires.
+    func schedule(on scheduler: any CommandScheduler, after delay: Duration, _ action: @escaping @Sendable () -> Void) {
+        let slot = Locked<(any Cancelable)?>(nil)
+        let token = scheduler.schedule(after: delay) { [self] in
+            if let token = slot.withLock({ $0 }) { subscriptions.remove(token) }
+            action()
+        }
+        slot.withLock { $0 = token }
+        subscriptions.add(token)
+    }
+
     /// Queues an emission; call it under the state machine's lock, then `flush()` after unlocking.
     func enqueue(_ emission: Emission<Output>) {
         outbox.withLock { outbox in

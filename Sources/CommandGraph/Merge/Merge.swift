@@ -1,0 +1,41 @@
+import CommandCore
+
+extension Command {
+    static func mergeNode(_ inputs: [NaryInput<Output>]) -> Command<Output> {
+        @Sendable func perform(_ action: MergeStateMachine.Action, _ event: CommandEvent<Output>, _ link: Link<Output>) {
+            switch action {
+            case .none: break
+            case .pass: if case .value(let value) = event { link.enqueue(.value(value)) }
+            case .complete: link.enqueue(.completed)
+            case .fail: if case .failed(let error) = event { link.enqueue(.failed(error)) }
+            case .cancelled(let index): link.enqueue(.cancelled(link.inputCancelled(index, of: inputs)))
+            }
+        }
+        return nary(
+            "merge", inputs: inputs, machine: { MergeStateMachine(inputs: inputs.count) },
+            start: { machine, link in perform(machine.start(), .completed, link) }
+        ) { machine, index, event, link in
+            switch event {
+            case .value: perform(machine.value(), event, link)
+            case .completed: perform(machine.completed(), event, link)
+            case .failed: perform(machine.failed(), event, link)
+            case .cancelled: perform(machine.cancelled(at: index), event, link)
+            }
+        }
+    }
+
+    /// Every value of `inputs`, in arrival order.
+    ///
+    /// *Emits:* each value of each input as it arrives. *Completes:* when every input completed.
+    /// *Fails:* on the first input failure. *Cancels:* the inputs no other consumer needs, when the
+    /// node fails or is cancelled; an input cancelled ends the node cancelled, naming it. An empty
+    /// array completes at once.
+    public static func merge(_ inputs: [Command<Output>]) -> Command<Output> {
+        mergeNode(inputs.map { NaryInput($0) })
+    }
+
+    /// This command's values and `others`' in arrival order; see ``merge(_:)``.
+    public func merge(_ others: Command<Output>...) -> Command<Output> {
+        .merge([self] + others)
+    }
+}
