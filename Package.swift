@@ -26,6 +26,12 @@ let package = Package(
             path: "Examples/ReadmeSnippet"
         ),
         .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore"]),
+        .target(
+            name: "CommandTestSupport",
+            dependencies: ["CommandCore", "CommandGraph"],
+            path: "Tests/CommandTestSupport"
+        ),
+        .testTarget(name: "CommandGraphTests", dependencies: ["CommandGraph", "CommandTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

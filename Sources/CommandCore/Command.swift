@@ -218,6 +218,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     }
 
     func enqueue(on queue: OperationQueue, external: Bool) {
+        if InlineExecution.isOn { return begin(external: false) }
         if external {
             // Already held by a queue that started it: Foundation would refuse to enqueue it again.
             queue.addOperation { [self] in begin(external: false) }

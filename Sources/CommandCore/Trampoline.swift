@@ -60,3 +60,12 @@ enum Trampoline {
         queue.running = false
     }
 }
+
+/// A test mode: within `InlineExecution.$isOn.withValue(true) { ... }`, a command that becomes ready
+/// runs at once on the current thread instead of being handed to its queue. Everything triggered
+/// synchronously from that closure (virtual-clock timers, `.immediate` deliveries, inputs subscribed
+/// by combinators) inherits the mode, so a marble test runs a whole graph deterministically without
+/// waiting. Never on in production code.
+package enum InlineExecution {
+    @TaskLocal package static var isOn = false
+}
