@@ -18,8 +18,8 @@ enum Emission<Output: Sendable>: Sendable {
 /// under its state machine's lock and queues it here (``enqueue(_:)``, a leaf lock, allowed inside
 /// the state machine's lock); after unlocking it calls ``flush()``, which sends the queued emissions
 /// one drainer at a time, in order, with no lock held (a send may deliver `.immediate`ly downstream).
-/// After a terminal emission every subscription is cancelled: an input no other consumer needs is
-/// cancelled with it.
+/// Before a terminal emission is sent every subscription is cancelled: an input no other consumer
+/// needs is cancelled with it.
 final class Link<Output: Sendable>: Cancelable {
     private struct Outbox {
         var queue: [Emission<Output>] = []
@@ -108,18 +108,20 @@ final class Link<Output: Sendable>: Cancelable {
         case .computed(let compute):
             do { result.send(try compute()) } catch {
                 outbox.withLock { $0.queue.removeAll() }
-                result.fail(error)
                 subscriptions.cancel()
+                result.fail(error)
             }
+        // Inputs are released (and cancelled if nobody else needs them) before the terminal event is
+        // sent, so an observer of the terminal event already sees them cancelled.
         case .completed:
+            subscriptions.cancel()
             result.complete()
-            subscriptions.cancel()
         case .failed(let error):
+            subscriptions.cancel()
             result.fail(error)
-            subscriptions.cancel()
         case .cancelled(let error):
-            result.cancel(error)
             subscriptions.cancel()
+            result.cancel(error)
         }
     }
 
