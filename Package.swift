@@ -21,6 +21,11 @@ let package = Package(
             path: "Examples/RoundTrip"
         ),
         .executableTarget(
+            name: "CombinatorCost",
+            dependencies: ["CommandGraph"],
+            path: "Examples/CombinatorCost"
+        ),
+        .executableTarget(
             name: "ReadmeSnippet",
             dependencies: ["CommandCore"],
             path: "Examples/ReadmeSnippet"
