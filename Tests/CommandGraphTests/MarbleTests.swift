@@ -282,3 +282,12 @@ private struct Boom: Error {}
         #expect(m.run(Command<Int>.interval(m.tick, scheduler: m.scheduler).take(3).map(String.init)) == "-01(2|)")
     }
 }
+
+@Suite struct SwitchToLatestMarbleTests {
+    @Test func switchToLatest_followsTheNewestInner() {
+        let m = Marbles()
+        let inners = Locked(["-ab|", "-cd|"])
+        let commands = m.input("x-y|").map { _ in m.input(inners.withLock { $0.removeFirst() }) }
+        #expect(m.run(commands.switchToLatest()) == "-a-cd|")
+    }
+}

@@ -196,3 +196,11 @@ extension FlatMapStateMachine.Action {
         return false
     }
 }
+
+extension Command where Output: Sendable {
+    /// The values of the latest command this command sends (ReactiveCocoa's `switchToLatest`); see
+    /// ``flatMapLatest(_:)``.
+    public func switchToLatest<Inner: Sendable>() -> Command<Inner> where Output == Command<Inner> {
+        flatMapLatest { $0 }
+    }
+}
