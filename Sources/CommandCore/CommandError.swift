@@ -36,6 +36,8 @@ public struct CommandError: Error, Sendable, CustomStringConvertible {
         public static let missingRun = Code("missingRun")
         /// A deadline passed (`timeout`).
         public static let timedOut = Code("timedOut")
+        /// A ``CommandAction`` refused an execution (disabled, or busy under its policy).
+        public static let notEnabled = Code("notEnabled")
         /// An argument out of range (a negative retry count, a timeout that is not positive).
         public static let invalidArgument = Code("invalidArgument")
 
@@ -119,6 +121,12 @@ extension CommandError {
             code: .resultAbandoned, command: command,
             message: "'\(command)' released its CommandResult without complete(), fail() or succeed(). "
                 + "Keep the result until the work ends and always send a terminal event.")
+    }
+
+    static func noValue(_ command: String) -> CommandError {
+        CommandError(
+            code: .noValue, command: command,
+            message: "'\(command)' completed without sending a value, but one was awaited. Use `values` to accept none.")
     }
 
     static func missingRun(_ command: String) -> CommandError {

@@ -33,17 +33,17 @@ private func outcome<Output>(of command: Command<Output>) async -> [CommandEvent
 /// Sends `values` values and completes; says when it is released.
 private final class Source: Command<Int>, @unchecked Sendable {
     // Immutable after init.
-    let values: Int
+    let count: Int
     let released: Signal
 
     init(values: Int, released: Signal) {
-        self.values = values
+        self.count = values
         self.released = released
         super.init()
     }
 
     override func run(_ result: CommandResult<Int>) -> (any Cancelable)? {
-        for value in 0..<values { result.send(value) }
+        for value in 0..<count { result.send(value) }
         result.complete()
         return nil
     }
