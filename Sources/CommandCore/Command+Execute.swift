@@ -106,6 +106,16 @@ extension Command {
         }
     }
 
+    /// Calls `callback` when this command is released (from its `deinit`, on the releasing thread):
+    /// what leak checks wait for, instead of polling weak references.
+    package func onRelease(_ callback: @escaping @Sendable () -> Void) {
+        machine.withLock { $0.releaseCallbacks.append(callback) }
+    }
+
+    /// Every command this one holds: its dependencies and a combinator's inputs (for graph walks in
+    /// tests and tools).
+    package var heldCommands: [Operation] { machine.withLock { $0.heldOperations } }
+
     /// Keeps `inputs` alive until this command ends (released with a loop, so a long chain of
     /// combinators is freed without recursion).
     package func retain(inputs: [Operation]) {
@@ -169,3 +179,13 @@ final class WeakBox<Value: AnyObject & Sendable>: Sendable {
     weak let value: Value?
     init(_ value: Value) { self.value = value }
 }
+
+/// A command seen by test tools whatever its output type: its release can be awaited and its held
+/// commands walked.
+package protocol TrackableCommand: AnyObject {
+    func onRelease(_ callback: @escaping @Sendable () -> Void)
+    var heldCommands: [Operation] { get }
+    var displayName: String { get }
+}
+
+extension Command: TrackableCommand {}

@@ -294,7 +294,9 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     deinit {
         // Nothing can be running (a run holds its command through its result). Release the
         // dependencies with a loop: see `DeferredRelease`.
-        var released = machine.withLock { $0.takeDependencies() + $0.takeInputs() }
+        let (dependencies, callbacks) = machine.withLock { ($0.takeDependencies() + $0.takeInputs(), $0.releaseCallbacks) }
+        var released = dependencies
         if !released.isEmpty { DeferredRelease.release(&released) }
+        for callback in callbacks { callback() }
     }
 }

@@ -171,6 +171,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     private(set) var pinned = false
     /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
     private var inputs: [Operation] = []
+    /// Called when the command is released (leak checks in tests).
+    var releaseCallbacks: [@Sendable () -> Void] = []
     var name: String?
     var replay: ReplayPolicy = .all
     /// The closure of `Command { result in ... }`; released when the command ends.
@@ -469,6 +471,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     mutating func retain(inputs more: [Operation]) { inputs += more }
+
+    var heldOperations: [Operation] { dependencies + inputs }
 
     /// Empties the input list (when the command is released).
     mutating func takeInputs() -> [Operation] {

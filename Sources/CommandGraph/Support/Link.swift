@@ -70,28 +70,25 @@ final class Link<Output: Sendable>: Cancelable {
         }
     }
 
-    /// Sends what was queued, in order; returns at once if another thread is already sending.
+    /// Sends what was queued, in order; returns at once if another thread is already sending (that
+    /// thread picks up what was queued meanwhile before it stops).
     func flush() {
-        while true {
-            let batch = outbox.withLock { outbox -> [Emission<Output>] in
-                if outbox.draining || outbox.queue.isEmpty {
-                    if outbox.queue.isEmpty { outbox.draining = false }
+        var batch = outbox.withLock { outbox -> [Emission<Output>] in
+            if outbox.draining || outbox.queue.isEmpty { return [] }
+            outbox.draining = true
+            defer { outbox.queue.removeAll(keepingCapacity: true) }
+            return outbox.queue
+        }
+        while !batch.isEmpty {
+            for emission in batch { perform(emission) }
+            batch = outbox.withLock { outbox -> [Emission<Output>] in
+                if outbox.queue.isEmpty {
+                    outbox.draining = false
                     return []
                 }
-                outbox.draining = true
                 defer { outbox.queue.removeAll(keepingCapacity: true) }
                 return outbox.queue
             }
-            if batch.isEmpty { return }
-            for emission in batch { perform(emission) }
-            let more = outbox.withLock { outbox -> Bool in
-                if outbox.queue.isEmpty {
-                    outbox.draining = false
-                    return false
-                }
-                return true
-            }
-            if !more { return }
         }
     }
 

@@ -27,12 +27,17 @@ public struct DispatchScheduler: CommandScheduler {
     public var now: Duration { .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - origin.uptimeNanoseconds)) }
 
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancelable {
-        let token = BlockCancelable {}
+        // Cancelling releases the action at once (and what it captured), not when the timer fires.
+        let slot = Locked<(@Sendable () -> Void)?>(action)
         let nanoseconds = max(0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
-            if !token.isCancelled { action() }
+            let action = slot.withLock { action -> (@Sendable () -> Void)? in
+                defer { action = nil }
+                return action
+            }
+            action?()
         }
-        return token
+        return BlockCancelable { slot.withLock { $0 = nil } }
     }
 }
 
