@@ -294,9 +294,11 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     deinit {
         // Nothing can be running (a run holds its command through its result). Release the
         // dependencies with a loop: see `DeferredRelease`.
-        let (dependencies, callbacks) = machine.withLock { ($0.takeDependencies() + $0.takeInputs(), $0.releaseCallbacks) }
-        var released = dependencies
+        // One owner of the references only, handed over to DeferredRelease: any other copy kept
+        // here would be released when deinit returns, recursively.
+        var released = machine.withLock { $0.takeDependencies() + $0.takeInputs() }
         if !released.isEmpty { DeferredRelease.release(&released) }
+        let callbacks = machine.withLock { $0.releaseCallbacks }
         for callback in callbacks { callback() }
     }
 }
