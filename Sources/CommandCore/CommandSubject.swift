@@ -17,23 +17,22 @@
 /// command: on their context, in order, one at a time. Sends after the terminal event are ignored
 /// with a diagnostic.
 public final class CommandSubject<Output: Sendable>: Command<Output>, @unchecked Sendable {
-    // `@unchecked Sendable`: the only state of its own, `sink`, is guarded by its lock.
+    // `@unchecked Sendable`: no state of its own; the command's state is guarded by its lock.
 
-    // The run's sink, set while `init` runs the subject in place (no queue hop, so nothing can be
-    // sent before it exists); released when the subject is cancelled.
-    private let sink = Locked<CommandResult<Output>?>(nil)
-
-    /// A subject keeping `replay` for late observers; it is running when `init` returns.
+    /// A subject keeping `replay` for late observers; it is running when `init` returns (it runs in
+    /// place, with no queue hop, so nothing can be sent before it runs).
     public init(replay: ReplayPolicy = .latest) {
         super.init()
         self.replay = replay
         InlineExecution.$isOn.withValue(true) { start() }
     }
 
-    public override func run(_ result: CommandResult<Output>) -> (any Cancelable)? {
-        sink.withLock { $0 = result }
-        return BlockCancelable { [sink] in sink.withLock { $0 = nil } }
-    }
+    /// The subject sends through itself, not through the result, which it does not keep: a kept
+    /// result would keep the subject alive forever (the result holds its command).
+    public override func run(_ result: CommandResult<Output>) -> (any Cancelable)? { nil }
+
+    /// Releasing the result is normal for a subject (see `run`), not an abandoned run.
+    override func resultReleased() {}
 
     /// Sends a value to every observer; any thread.
     public func send(_ value: Output) { forward(.value(value)) }
@@ -44,16 +43,13 @@ public final class CommandSubject<Output: Sendable>: Command<Output>, @unchecked
     /// Ends the subject with an error.
     public func fail(_ error: any Error) { forward(.failed(error)) }
 
-    /// Sends outside the lock: an `.immediate` observer may send to this subject again.
+    /// Holds no lock of its own: an `.immediate` observer may send to this subject again.
     private func forward(_ event: CommandEvent<Output>) {
-        guard let result = sink.withLock({ $0 }) else {
-            return diagnose(.alreadyFinished, "an event was sent to a subject that was cancelled; it is ignored.")
-        }
         switch event {
-        case .value(let value): result.send(value)
-        case .completed: result.complete()
-        case .failed(let error): result.fail(error)
-        case .cancelled(let error): result.cancel(error)
+        case .value(let value): receive(value)
+        case .completed: receiveTerminal(.completed, event: "complete()")
+        case .failed(let error): receiveTerminal(.failed(error), event: "fail(\(error))")
+        case .cancelled(let error): receiveTerminal(.cancelled(error), event: "cancel()")
         }
     }
 }

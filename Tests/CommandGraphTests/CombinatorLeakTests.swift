@@ -59,4 +59,19 @@ private func source(_ values: [Int], fails: Bool = false, never: Bool = false) -
         await check({ source([1], never: true).map { $0 }.take(until: source([], never: true)) }, cancel: true)
         await check({ Command<Int>.interval(.milliseconds(1)).map { $0 } }, cancel: true)
     }
+
+    @Test func subjectsAndActions_areReleasedWithTheirOwners() async {
+        let tracker = LeakTracker()
+        do {
+            let subject = CommandSubject<Int>()
+            tracker.track(subject)
+            subject.send(1)
+            let action = CommandAction<Int, Int>(policy: .enqueue) { value in source([value]) }
+            for observed in [action.values, action.errors.map { _ in 0 }, action.executing.map { $0 ? 1 : 0 }] {
+                tracker.track(observed)
+            }
+            _ = try? await action.execute(1).value
+        }
+        #expect(await tracker.waitForRelease(seconds: 10) == [])
+    }
 }
