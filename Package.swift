@@ -21,6 +21,31 @@ let package = Package(
             path: "Examples/RoundTrip"
         ),
         .executableTarget(
+            name: "Diamond",
+            dependencies: ["CommandGraph"],
+            path: "Examples/Diamond"
+        ),
+        .executableTarget(
+            name: "Bind",
+            dependencies: ["CommandGraph"],
+            path: "Examples/Bind"
+        ),
+        .executableTarget(
+            name: "Cancel",
+            dependencies: ["CommandGraph"],
+            path: "Examples/Cancel"
+        ),
+        .executableTarget(
+            name: "RunLoopCallbacks",
+            dependencies: ["CommandGraph"],
+            path: "Examples/RunLoopCallbacks"
+        ),
+        .executableTarget(
+            name: "Checksum",
+            dependencies: ["CommandGraph"],
+            path: "Examples/Checksum"
+        ),
+        .executableTarget(
             name: "CombinatorCost",
             dependencies: ["CommandGraph"],
             path: "Examples/CombinatorCost"
