@@ -191,14 +191,15 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         didChangeValue(forKey: "isExecuting")
         if !wakeups.isEmpty {
             schedule(wakeups)
-            // A state observer may have cancelled it already: then `run` is not called.
-            if isCancelled { return }
         }
-        let returned = run(CommandResult(self, body: body))
-        switch machine.withLock({ $0.runReturned(returned) }) {
+        // A state observer (or another thread) may have cancelled it already: then `run` is not called.
+        let returned = isCancelled ? nil : run(CommandResult(self, body: body))
+        var (action, release) = machine.withLock { $0.runReturned(returned) }
+        switch action {
         case .keep, .drop: break
         case .cancel: returned?.cancel()
         }
+        if !release.isEmpty { DeferredRelease.release(&release) }
     }
 
     /// Makes the command's own queue, with its quality of service.

@@ -171,6 +171,9 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     private(set) var pinned = false
     /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
     private var inputs: [Operation] = []
+    /// `run` was called and has not returned: a combinator's run reads its inputs, so they are kept
+    /// until it returns even if the command ends meanwhile (a cancel racing with the start).
+    private var runInProgress = false
     /// Called when the command is released (leak checks in tests).
     var releaseCallbacks: [@Sendable () -> Void] = []
     var name: String?
@@ -381,6 +384,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case .enqueued:
             lifecycle = .executing
             didExecute = true
+            runInProgress = true
             return .run(body: body, wakeups: wakeStateObservers())
         case .endedBeforeStart(let outcome):
             lifecycle = .finished(outcome)
@@ -401,17 +405,24 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
 
     /// `run` returned `cancelable`.
-    mutating func runReturned(_ returned: (any Cancelable)?) -> RunReturnAction {
-        guard let returned else { return .drop }
+    /// `run` returned `returned` (nil also when it was not called because the command was cancelled
+    /// first); the inputs to release now if the command ended while `run` ran.
+    mutating func runReturned(_ returned: (any Cancelable)?) -> (RunReturnAction, release: [Operation]) {
+        runInProgress = false
+        var release: [Operation] = []
+        if outcome != nil {
+            release = inputs
+            inputs = []
+        }
+        guard let returned else { return (.drop, release) }
         switch lifecycle {
         case .executing:
             cancelable = returned
-            return .keep
+            return (.keep, release)
         case .finished(.cancelled):
-            return .cancel
+            return (.cancel, release)
         default:
-            _ = returned
-            return .drop
+            return (.drop, release)
         }
     }
 
@@ -430,8 +441,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         let ending = Ending(
             outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
             cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
-            wakeups: wakeAll(), inputs: inputs)
-        inputs = []
+            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs)
+        if !runInProgress { inputs = [] }
         cancelable = nil
         body = nil
         dependents = []

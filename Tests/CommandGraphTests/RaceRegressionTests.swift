@@ -33,4 +33,20 @@ import Testing
             #expect(values.withLock { $0 }.sorted() == [1, 2, 3])
         }
     }
+
+    /// A combinator cancelled between being started and its run being called used to release its
+    /// inputs while the run was about to read them (found by the long fuzz run: a crash).
+    @Test func combinator_cancelledAsItStarts_keepsItsInputsUntilItsRunReturned() async {
+        for _ in 0..<2_000 {
+            let source = Command<Int> { result in
+                result.send(1)
+                return BlockCancelable { _ = result }
+            }
+            let node = Command.merge([source.map { $0 + 1 }, source.filter { $0 > 0 }])
+            let ended = Expectation()
+            node.execute(on: .immediate) { event in if event.isTerminal { ended.fulfill() } }
+            DispatchQueue.global().async { node.cancel() }
+            #expect(await ended.wait(seconds: 30))
+        }
+    }
 }
