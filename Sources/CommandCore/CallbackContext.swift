@@ -3,7 +3,7 @@ import Foundation
 
 /// Where an observer's callbacks run.
 ///
-/// ``Command/execute(on:_:)`` captures ``current`` unless it is given a context. Whatever the context,
+/// ``Command/execute(on:_:)-(_,(CommandEvent<Output>)->Void)`` captures ``current`` unless it is given a context. Whatever the context,
 /// one observer's events arrive in the order they were sent, one at a time (never two at once, even on
 /// a concurrent queue), and the terminal event comes last. A burst of events costs one hop: the
 /// observer's mailbox is drained in one scheduled block.

@@ -4,7 +4,7 @@
 /// `isCancelled` turns true when that first call begins and never turns false again.
 ///
 /// A ``Command`` is itself a `Cancelable` (through `Operation.cancel()`), and so is what
-/// ``Command/execute(on:_:)`` returns.
+/// ``Command/execute(on:_:)-(_,(CommandEvent<Output>)->Void)`` returns.
 public protocol Cancelable: AnyObject, Sendable {
     /// Cancels; idempotent.
     func cancel()

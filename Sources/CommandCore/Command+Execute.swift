@@ -25,7 +25,7 @@ extension Command {
     ///
     /// A value gives `(command, value, nil, false)`; completion `(command, nil, nil, true)`; a failure
     /// `(command, nil, error, false)`; a cancel `(command, nil, CommandError, false)` with code
-    /// ``CommandError/Code/cancelled`` or a dependency code. Delivery as in ``execute(on:_:)-(_,(CommandEvent))``.
+    /// ``CommandError/Code/cancelled`` or a dependency code. Delivery as in ``execute(on:_:)-(_,(CommandEvent<Output>)->Void)``.
     @discardableResult
     public func execute(
         on context: CallbackContext? = nil,
@@ -44,7 +44,7 @@ extension Command {
 
     /// Executes the command and reports to `callback`, which is held **weakly**: once it is released,
     /// nothing more is delivered (and nothing crashes). The original's `executeWithCallback:`.
-    /// Delivery as in ``execute(on:_:)-(_,(CommandEvent))``.
+    /// Delivery as in ``execute(on:_:)-(_,(CommandEvent<Output>)->Void)``.
     @discardableResult
     public func execute<Callback: CommandCallback>(
         on context: CallbackContext? = nil, callback: Callback
@@ -77,7 +77,7 @@ extension Command {
 
     /// Attaches `handler` to the command's events **without executing it** (for a command started by
     /// other means: a queue it was added to, a dependent, another caller). Delivery as in
-    /// ``execute(on:_:)-(_,(CommandEvent))``, replay included.
+    /// ``execute(on:_:)-(_,(CommandEvent<Output>)->Void)``, replay included.
     ///
     /// - Returns: a token that detaches `handler` (it does not cancel the command).
     @discardableResult

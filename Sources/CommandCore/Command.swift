@@ -19,7 +19,7 @@ import Foundation
 /// fetch.execute { event in print(event) }
 /// ```
 ///
-/// **Running.** ``execute(on:_:)`` (or `start()`, or adding it to an `OperationQueue`) starts it:
+/// **Running.** ``execute(on:_:)-(_,(CommandEvent<Output>)->Void)`` (or `start()`, or adding it to an `OperationQueue`) starts it:
 /// its dependencies that are commands and have not started are executed too; once every dependency
 /// finished, the command is handed to ``executeQueue`` and ``run(_:)`` is called there. A command
 /// runs at most once; executing it again attaches another observer to the same run, which first gets

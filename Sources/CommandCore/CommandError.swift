@@ -36,7 +36,7 @@ public struct CommandError: Error, Sendable, CustomStringConvertible {
         public static let missingRun = Code("missingRun")
         /// A deadline passed (`timeout`).
         public static let timedOut = Code("timedOut")
-        /// A ``CommandAction`` refused an execution (disabled, or busy under its policy).
+        /// A `CommandAction` refused an execution (disabled, or busy under its policy).
         public static let notEnabled = Code("notEnabled")
         /// An argument out of range (a negative retry count, a timeout that is not positive).
         public static let invalidArgument = Code("invalidArgument")

@@ -1,6 +1,6 @@
 /// What a ``CommandAction`` does when executed while earlier executions are still running.
 public enum ExecutionPolicy: Sendable, Equatable {
-    /// Refuse: the new execution fails with ``CommandError/Code/notEnabled`` (RACCommand's default).
+    /// Refuse: the new execution fails with `CommandError/Code/notEnabled` (RACCommand's default).
     case reject
     /// Run up to `max` at once; refuse beyond.
     case concurrent(max: Int)

@@ -16,11 +16,11 @@ import CommandCore
 /// command for that execution, already started: observe it (`execute`, `observe`, `await value`)
 /// for its own events, or observe the action's ``values``, ``errors``, ``executing`` and ``enabled``
 /// subjects for all executions. A refused execution's command fails with
-/// ``CommandError/Code/notEnabled`` (and does not call the factory). Cancelling an execution's command
+/// `CommandError/Code/notEnabled` (and does not call the factory). Cancelling an execution's command
 /// cancels its work (or removes it from the queue); an action never cancels anything by itself except
 /// under `.cancelPrevious`.
 ///
-/// Callbacks run where their observers asked (see ``CallbackContext``); the factory runs on the
+/// Callbacks run where their observers asked (see `CallbackContext`); the factory runs on the
 /// execution command's queue when its turn comes.
 public final class CommandAction<Input: Sendable, Output: Sendable>: Sendable {
     private struct State {
@@ -55,6 +55,7 @@ public final class CommandAction<Input: Sendable, Output: Sendable>: Sendable {
     /// - Parameters:
     ///   - policy: what to do with an execution while others run (default: `.reject`, RACCommand's).
     ///   - enabledIf: an extra condition checked at each `execute` (a form's validity, say).
+    ///   - make: the command for one execution's input; called when that execution's turn comes.
     public init(
         policy: ExecutionPolicy = .reject, enabledIf: (@Sendable () -> Bool)? = nil,
         _ make: @escaping @Sendable (Input) throws -> Command<Output>

@@ -43,21 +43,21 @@ extension Command {
     }
 
     /// `combineLatest` with a `reduce` closure (the original's `combineLatest:reduce:`): emits
-    /// `reduce(latest values)`; a throw fails the node. See ``combineLatest(_:)-(_)``.
+    /// `reduce(latest values)`; a throw fails the node. See `Command.combineLatest(_:)`.
     public static func combineLatest<Element: Sendable>(
         _ inputs: [Command<Element>], reduce: @escaping @Sendable ([Element]) throws -> Output
     ) -> Command<Output> {
         combineLatestNode(inputs.map { NaryInput($0) }, output: reduce)
     }
 
-    /// This command's latest value with `other`'s; see ``combineLatest(_:)-(_)``.
+    /// This command's latest value with `other`'s; see `Command.combineLatest(_:)`.
     public func combineLatest<Other: Sendable>(_ other: Command<Other>) -> Command<(Output, Other)> {
         CommandGraph.combineLatest(self, other)
     }
 }
 
 /// Combines the latest values of typed inputs into a tuple: `combineLatest(a, b, c)` is a
-/// `Command<(A, B, C)>`. Rules as ``Command/combineLatest(_:)-(_)``.
+/// `Command<(A, B, C)>`. Rules as `Command.combineLatest(_:)`.
 public func combineLatest<each Value: Sendable>(
     _ inputs: repeat Command<each Value>
 ) -> Command<(repeat each Value)> {
@@ -70,7 +70,7 @@ public func combineLatest<each Value: Sendable>(
 }
 
 /// Combines the latest values of typed inputs through `reduce` (the original's
-/// `combineLatest:reduce:`): `combineLatest(a, b) { $0 + $1 }`. Rules as ``Command/combineLatest(_:)-(_)``.
+/// `combineLatest:reduce:`): `combineLatest(a, b) { $0 + $1 }`. Rules as `Command.combineLatest(_:)`.
 public func combineLatest<each Value: Sendable, Output: Sendable>(
     _ inputs: repeat Command<each Value>, reduce: @escaping @Sendable (repeat each Value) throws -> Output
 ) -> Command<Output> {

@@ -36,7 +36,7 @@ extension Command {
     ///
     /// *Emits:* every value of every attempt, failed ones included. *Completes:* when an attempt
     /// completes. *Fails:* with the last error after `retries + 1` failed attempts (`retry(0)` never
-    /// retries), when `make` throws, or at once with ``CommandError/Code/invalidArgument`` if
+    /// retries), when `make` throws, or at once with `CommandError/Code/invalidArgument` if
     /// `retries` is negative. *Cancels:* the running attempt, or the pending wait.
     /// - Parameters:
     ///   - delay: the wait before each retry, measured on `scheduler`.

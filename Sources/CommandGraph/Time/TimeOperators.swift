@@ -5,9 +5,9 @@ extension Command {
     /// absolute deadline).
     ///
     /// *Emits:* this command's values. *Completes:* when it completes before the deadline.
-    /// *Fails:* when it fails, or with ``CommandError/Code/timedOut`` at the deadline (this command
+    /// *Fails:* when it fails, or with `CommandError/Code/timedOut` at the deadline (this command
     /// is then cancelled unless another consumer needs it); at once with
-    /// ``CommandError/Code/invalidArgument`` if `interval` is not positive. *Cancels:* this command and
+    /// `CommandError/Code/invalidArgument` if `interval` is not positive. *Cancels:* this command and
     /// the timer.
     public func timeout(_ interval: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) -> Command<Output> {
         .combinator("timeout(\(interval))", inputs: [self]) { [unowned(unsafe) self] link in

@@ -41,14 +41,14 @@ extension Command {
         Command<[Output]>.zipNode(inputs.map { NaryInput($0) }, output: { $0 })
     }
 
-    /// This command's values paired with `other`'s; see ``zip(_:)``.
+    /// This command's values paired with `other`'s; see `Command.zip(_:)`.
     public func zip<Other: Sendable>(_ other: Command<Other>) -> Command<(Output, Other)> {
         CommandGraph.zip(self, other)
     }
 }
 
 /// Pairs the values of typed inputs into tuples: `zip(a, b)` is a `Command<(A, B)>`. Rules as
-/// ``Command/zip(_:)``.
+/// `Command.zip(_:)`.
 public func zip<each Value: Sendable>(_ inputs: repeat Command<each Value>) -> Command<(repeat each Value)> {
     var erased: [NaryInput<any Sendable>] = []
     for input in repeat each inputs { erased.append(NaryInput(input) { $0 }) }
