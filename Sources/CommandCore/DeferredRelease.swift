@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 import Foundation
 
 /// Releases the dependencies of a dying command with a loop instead of recursion.
@@ -22,28 +15,10 @@ enum DeferredRelease {
         var draining = false
     }
 
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { pointer in
-            #if canImport(Darwin)
-                Unmanaged<List>.fromOpaque(pointer).release()
-            #else
-                if let pointer { Unmanaged<List>.fromOpaque(pointer).release() }
-            #endif
-        }
-        precondition(status == 0, "DeferredRelease: pthread_key_create failed (\(status))")
-        return key
-    }()
+    private static let perThread = ThreadLocal { List() }
 
-    private static var current: List {
-        if let pointer = pthread_getspecific(key) { return Unmanaged<List>.fromOpaque(pointer).takeUnretainedValue() }
-        let list = List()
-        pthread_setspecific(key, Unmanaged.passRetained(list).toOpaque())
-        return list
-    }
+    private static var current: List { perThread.current }
 
-    /// Takes the references out of `operations` (the caller keeps none, or its own release would
-    /// recurse after the drain) and releases them.
     static func release(_ operations: inout [Operation]) {
         let list = current
         list.items.append(contentsOf: operations)

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// Runs `.immediate` deliveries with a loop per thread instead of nesting them.
 ///
@@ -21,27 +14,10 @@ enum Trampoline {
         var running = false
     }
 
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { pointer in
-            #if canImport(Darwin)
-                Unmanaged<Queue>.fromOpaque(pointer).release()
-            #else
-                if let pointer { Unmanaged<Queue>.fromOpaque(pointer).release() }
-            #endif
-        }
-        precondition(status == 0, "Trampoline: pthread_key_create failed (\(status))")
-        return key
-    }()
+    private static let perThread = ThreadLocal { Queue() }
 
-    private static var current: Queue {
-        if let pointer = pthread_getspecific(key) { return Unmanaged<Queue>.fromOpaque(pointer).takeUnretainedValue() }
-        let queue = Queue()
-        pthread_setspecific(key, Unmanaged.passRetained(queue).toOpaque())
-        return queue
-    }
+    private static var current: Queue { perThread.current }
 
-    /// Runs `block` now, or after the block this thread is already running returns.
     static func run(_ block: @escaping @Sendable () -> Void) {
         let queue = current
         if queue.running {

@@ -1,4 +1,5 @@
 @testable import CommandCore
+import CommandTestSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -12,7 +13,7 @@ import Testing
         queue.setSpecific(key: key, value: "caller")
         CallbackContext.register(queue)
         let onCaller = Mutex<[Bool]>([])
-        let done = Expectation()
+        let done = Checkpoint()
         queue.async {
             Add(1, 2).execute { event in
                 onCaller.withLock { $0.append(DispatchQueue.getSpecific(key: key) == "caller") }
@@ -47,7 +48,7 @@ import Testing
 
     @Test func mainQueue_isCapturedFromTheMainActor() async {
         let onMain = Mutex<[Bool]>([])
-        let done = Expectation()
+        let done = Checkpoint()
         await MainActor.run {
             _ = Add(3, 4).execute { event in
                 onMain.withLock { $0.append(CallbackContext.isMainQueue) }
@@ -62,7 +63,7 @@ import Testing
         let queue = OperationQueue()
         queue.name = "caller-operation-queue"
         let names = Mutex<[String?]>([])
-        let done = Expectation()
+        let done = Checkpoint()
         queue.addOperation {
             Add(5, 6).execute { event in
                 names.withLock { $0.append(OperationQueue.current?.name) }
@@ -79,7 +80,7 @@ import Testing
         #expect(await thread.ready.wait())
         guard let loop = thread.loop else { Issue.record("no run loop"); return }
         let onThread = Mutex<[Bool]>([])
-        let done = Expectation()
+        let done = Checkpoint()
         // Execute from inside the loop, as a UI thread would.
         CallbackContextProbe.schedule(on: loop) {
             Add(7, 8).execute { event in
@@ -91,7 +92,7 @@ import Testing
         #expect(onThread.withLock { $0 } == [true, true])
         // An explicit run-loop context from elsewhere also delivers there.
         let explicit = Mutex<[Bool]>([])
-        let done2 = Expectation()
+        let done2 = Checkpoint()
         Add(1, 1).execute(on: .runLoop(loop)) { event in
             explicit.withLock { $0.append(thread.isCurrent) }
             if event.isTerminal { done2.fulfill() }
@@ -123,7 +124,7 @@ import Testing
 
     @Test func current_offTheKnownContexts_fallsBackToTheGlobalQueue() async {
         let described = Mutex<String>("")
-        let done = Expectation()
+        let done = Checkpoint()
         DispatchQueue.global().async {
             described.withLock { $0 = CallbackContext.current.description }
             done.fulfill()

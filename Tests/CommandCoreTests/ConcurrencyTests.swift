@@ -1,4 +1,5 @@
 @testable import CommandCore
+import CommandTestSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -41,7 +42,7 @@ import Testing
 
     @Test func cancel_racingSendAndComplete_exactlyOneTerminal_noValueCallbackAfterCancelReturned() async {
         let rounds = 10_000
-        let allDone = Expectation(count: rounds)
+        let allDone = Checkpoint(count: rounds)
         let violations = Atomic(0)
         let terminalsTotal = Atomic(0)
         let cancelledCount = Atomic(0)
@@ -122,7 +123,7 @@ import Testing
     @Test func operationCancel_andTheToken_doTheSame_andCancelTheRunsCancelableOnce() async {
         for useToken in [true, false] {
             let cancels = Atomic(0)
-            let started = Expectation()
+            let started = Checkpoint()
             let seenCancelled = Atomic(false)
             let command = Command<Int> { result in
                 started.fulfill()

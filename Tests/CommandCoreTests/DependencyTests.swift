@@ -1,4 +1,5 @@
 @testable import CommandCore
+import CommandTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -161,7 +162,7 @@ private func logging(_ name: String, _ log: Log, fail: Bool = false) -> Command<
 
     @Test func plainOperationDependency_isWaitedFor_andItsCompletionBlockStillRuns() async {
         let log = Log()
-        let completionRan = Expectation()
+        let completionRan = Checkpoint()
         let plain = BlockOperation { log.append("plain") }
         plain.completionBlock = { completionRan.fulfill() }
         let command = logging("command", log)

@@ -1,4 +1,5 @@
 @testable import CommandCore
+import CommandTestSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -21,7 +22,7 @@ final class Add: Command<Int>, @unchecked Sendable {
 /// A command that sends its values and completes later, when the test says so.
 final class Gate: Sendable {
     private let result = Mutex<CommandResult<Int>?>(nil)
-    let started = Expectation()
+    let started = Checkpoint()
 
     func command() -> Command<Int> {
         Command<Int> { [self] result in
@@ -111,7 +112,7 @@ final class Gate: Sendable {
         let gate = Gate()
         let command = gate.command()
         let states = Log()
-        let done = Expectation()
+        let done = Checkpoint()
         command.observeState(on: .queue(DispatchQueue(label: "states"))) { state in
             states.append(state.description)
             if state.isTerminal { done.fulfill() }
@@ -164,7 +165,7 @@ final class Gate: Sendable {
     @Test func portingBlockShape_getsCommandValueErrorAndCompletion() async {
         let command = Add(1, 1)
         let calls = Log()
-        let done = Expectation()
+        let done = Checkpoint()
         command.execute { cmd, value, error, isCompleted in
             calls.append("\(cmd === command) \(value.map(String.init) ?? "nil") \(error == nil) \(isCompleted)")
             if isCompleted || error != nil { done.fulfill() }
@@ -177,7 +178,7 @@ final class Gate: Sendable {
         typealias Output = Int
         // Only written by the callbacks, which the delivery contract serialises; read after `done`.
         var received: [String] = []
-        let done = Expectation()
+        let done = Checkpoint()
         func command(_ command: Command<Int>, didSend value: Int) { received.append("value \(value)") }
         func commandDidComplete(_ command: Command<Int>) {
             received.append("completed")
@@ -240,7 +241,7 @@ final class Gate: Sendable {
 
     @Test func plainOperationDependingOnACommand_isStartedByFoundationAfterIt() async {
         let command = Add(1, 2)
-        let ran = Expectation()
+        let ran = Checkpoint()
         let commandFinishedFirst = Mutex(false)
         let plain = BlockOperation {
             commandFinishedFirst.withLock { $0 = command.isFinished }

@@ -2,18 +2,19 @@ import Foundation
 import Testing
 
 @testable import CommandCore
+import CommandTestSupport
 
 /// A command that says when it is released.
 final class Tracked: Command<Int>, @unchecked Sendable {
     // Immutable after init.
-    let released: Expectation
+    let released: Checkpoint
     let behaviour: Behaviour
 
     enum Behaviour {
         case succeed, fail, never
     }
 
-    init(_ behaviour: Behaviour, released: Expectation) {
+    init(_ behaviour: Behaviour, released: Checkpoint) {
         self.behaviour = behaviour
         self.released = released
         super.init()
@@ -39,7 +40,7 @@ final class Tracked: Command<Int>, @unchecked Sendable {
 /// released: no cycle between a command, its queue, its observers and its cancelables survives.
 @Suite struct LeakTests {
     @Test func chain_completed_releasesEveryCommand() async {
-        let released = Expectation(count: 200)
+        let released = Checkpoint(count: 200)
         do {
             let commands = (0..<200).map { _ in Tracked(.succeed, released: released) }
             for index in 1..<200 { commands[index].addDependency(commands[index - 1]) }
@@ -51,7 +52,7 @@ final class Tracked: Command<Int>, @unchecked Sendable {
     }
 
     @Test func diamond_failed_releasesEveryCommand() async {
-        let released = Expectation(count: 4)
+        let released = Checkpoint(count: 4)
         do {
             let top = Tracked(.fail, released: released)
             let left = Tracked(.succeed, released: released)
@@ -70,7 +71,7 @@ final class Tracked: Command<Int>, @unchecked Sendable {
     }
 
     @Test func neverCompleting_cancelledMidRun_releasesEverything() async {
-        let released = Expectation(count: 3)
+        let released = Checkpoint(count: 3)
         do {
             let first = Tracked(.never, released: released)
             let second = Tracked(.succeed, released: released)
@@ -89,7 +90,7 @@ final class Tracked: Command<Int>, @unchecked Sendable {
     }
 
     @Test func pendingGraph_neverExecuted_isReleased() async {
-        let released = Expectation(count: 3)
+        let released = Checkpoint(count: 3)
         do {
             let a = Tracked(.succeed, released: released)
             let b = Tracked(.succeed, released: released)

@@ -1,4 +1,5 @@
 @testable import CommandCore
+import CommandTestSupport
 import Foundation
 import Synchronization
 import Testing

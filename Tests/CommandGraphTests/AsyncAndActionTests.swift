@@ -1,4 +1,5 @@
 import CommandGraph
+import CommandTestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -10,8 +11,8 @@ private struct Boom: Error {}
 private final class Gate: Sendable {
     private struct State {
         var results: [Int: CommandResult<Int>] = [:]
-        var inputWaiters: [Int: Expectation] = [:]
-        var countWaiters: [(count: Int, expectation: Expectation)] = []
+        var inputWaiters: [Int: Checkpoint] = [:]
+        var countWaiters: [(count: Int, expectation: Checkpoint)] = []
     }
 
     private let state = Locked(State())
@@ -20,7 +21,7 @@ private final class Gate: Sendable {
 
     func command(_ input: Int) -> Command<Int> {
         Command<Int> { [self] result in
-            let ready = state.withLock { state -> [Expectation] in
+            let ready = state.withLock { state -> [Checkpoint] in
                 state.results[input] = result
                 var ready = state.inputWaiters.removeValue(forKey: input).map { [$0] } ?? []
                 ready += state.countWaiters.filter { $0.count <= state.results.count }.map(\.expectation)
@@ -33,7 +34,7 @@ private final class Gate: Sendable {
     }
 
     func waitForStart(of input: Int) async -> Bool {
-        let expectation = Expectation()
+        let expectation = Checkpoint()
         let started = state.withLock { state -> Bool in
             if state.results[input] != nil { return true }
             state.inputWaiters[input] = expectation
@@ -43,7 +44,7 @@ private final class Gate: Sendable {
     }
 
     func waitForStarts(_ count: Int) async -> Bool {
-        let expectation = Expectation()
+        let expectation = Checkpoint()
         let started = state.withLock { state -> Bool in
             if state.results.count >= count { return true }
             state.countWaiters.append((count, expectation))
@@ -146,7 +147,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         let one = Command<String> { () async throws -> String in "fetched" }
         #expect(try await one.value == "fetched")
 
-        let sawCancellation = Expectation()
+        let sawCancellation = Checkpoint()
         let streaming = Command<Int> { (result: CommandResult<Int>) async throws in
             result.send(1)
             // Waits for an element that never comes; the task's cancellation ends the wait.
@@ -155,7 +156,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
             withExtendedLifetime(continuation) {}
             if Task.isCancelled { sawCancellation.fulfill() }
         }
-        let first = Expectation()
+        let first = Checkpoint()
         streaming.execute(on: .immediate) { event in if case .value = event { first.fulfill() } }
         #expect(await first.wait())
         streaming.cancel()
@@ -170,7 +171,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         let password = CommandSubject<String>()
         let valid = combineLatest(username, password) { !$0.isEmpty && $1.count >= 8 }
         let seen = Locked<[Bool]>([])
-        let third = Expectation()
+        let third = Checkpoint()
         // Inline, so the graph has subscribed to the subjects when `execute` returns (a real run
         // subscribes on its own queue, and sends before that would meet the subjects' replay).
         InlineExecution.$isOn.withValue(true) {
@@ -203,7 +204,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         latest.complete()
         let allValues = Locked<[Int]>([])
         let latestValues = Locked<[Int]>([])
-        let done = Expectation(count: 2)
+        let done = Checkpoint(count: 2)
         all.execute(on: .immediate) { event in
             if case .value(let value) = event { allValues.withLock { $0.append(value) } } else { done.fulfill() }
         }
@@ -314,7 +315,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         allowed.withLock { $0 = true }
         let values = Locked<[Int]>([])
         let errors = Locked(0)
-        let observed = Expectation(count: 2)
+        let observed = Checkpoint(count: 2)
         action.values.execute(on: .immediate) { event in
             if case .value(let value) = event {
                 values.withLock { $0.append(value) }
@@ -332,41 +333,5 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         #expect(await observed.wait())
         #expect(values.withLock { $0 } == [42])
         #expect(errors.withLock { $0 } == 1)
-    }
-}
-
-/// Resumes waiters once fulfilled `count` times (a continuation, never a blocked thread).
-final class Expectation: Sendable {
-    private let state: Locked<(remaining: Int, waiters: [CheckedContinuation<Bool, Never>])>
-
-    init(count: Int = 1) { state = Locked((count, [])) }
-
-    func fulfill() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            state.remaining -= 1
-            guard state.remaining == 0 else { return [] }
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: true) }
-    }
-
-    func wait(seconds: Double = 60) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let done = state.withLock { state -> Bool in
-                if state.remaining <= 0 { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { return continuation.resume(returning: true) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
-                let late = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-                    guard state.remaining > 0 else { return [] }
-                    defer { state.waiters = [] }
-                    return state.waiters
-                }
-                for waiter in late { waiter.resume(returning: false) }
-            }
-        }
     }
 }

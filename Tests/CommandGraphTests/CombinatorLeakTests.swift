@@ -27,7 +27,7 @@ private func source(_ values: [Int], fails: Bool = false, never: Bool = false) -
         do {
             let graph = make()
             tracker.track(graph)
-            let ended = Expectation()
+            let ended = Checkpoint()
             graph.execute(on: .queue(DispatchQueue(label: "leak"))) { event in if event.isTerminal { ended.fulfill() } }
             if cancel { graph.cancel() }
             #expect(await ended.wait(seconds: 10), sourceLocation: sourceLocation)

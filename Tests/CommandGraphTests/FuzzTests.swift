@@ -130,7 +130,7 @@ import Testing
                 }
             }
             let probe = Locked((values: [Int](), terminals: 0, afterTerminal: 0, cancelReturned: false, afterCancel: 0, cancelled: false))
-            let done = Expectation()
+            let done = Checkpoint()
             output.execute(on: .queue(DispatchQueue(label: "fuzz"))) { event in
                 let first = probe.withLock { probe -> Bool in
                     if probe.terminals > 0 { probe.afterTerminal += 1 }

@@ -34,9 +34,9 @@ private func outcome<Output>(of command: Command<Output>) async -> [CommandEvent
 private final class Source: Command<Int>, @unchecked Sendable {
     // Immutable after init.
     let count: Int
-    let released: Signal
+    let released: Checkpoint
 
-    init(values: Int, released: Signal) {
+    init(values: Int, released: Checkpoint) {
         self.count = values
         self.released = released
         super.init()
@@ -48,38 +48,7 @@ private final class Source: Command<Int>, @unchecked Sendable {
         return nil
     }
 
-    deinit { released.fire() }
-}
-
-/// A one-shot event a test awaits with a generous bound (never a sleep).
-final class Signal: Sendable {
-    private let state = Locked<(fired: Bool, waiter: CheckedContinuation<Bool, Never>?)>((false, nil))
-
-    func fire() {
-        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            state.fired = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: true)
-    }
-
-    func wait(seconds: Double = 60) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let fired = state.withLock { state -> Bool in
-                if !state.fired { state.waiter = continuation }
-                return state.fired
-            }
-            if fired { return continuation.resume(returning: true) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
-                let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                    defer { state.waiter = nil }
-                    return state.waiter
-                }
-                waiter?.resume(returning: false)
-            }
-        }
-    }
+    deinit { released.fulfill() }
 }
 
 @Suite struct GraphTests {
@@ -151,7 +120,7 @@ final class Signal: Sendable {
 
     @Test func tenThousandStageMapChain_buildsRunsAndIsReleased_withoutGrowingTheStack() async {
         let stages = 10_000
-        let sourceReleased = Signal()
+        let sourceReleased = Checkpoint()
         do {
             let source = Source(values: 10, released: sourceReleased)
             var node: Command<Int> = source
@@ -164,8 +133,8 @@ final class Signal: Sendable {
     }
 
     @Test func combinatorGraph_isReleasedAfterItEnded() async {
-        let released = Signal()
-        let inner = Signal()
+        let released = Checkpoint()
+        let inner = Checkpoint()
         do {
             let a = Source(values: 1, released: released)
             let b = Source(values: 2, released: inner)

@@ -23,7 +23,7 @@ import Testing
                     return nil
                 }
             }
-            let ended = Expectation()
+            let ended = Checkpoint()
             let values = Locked<[Int]>([])
             graph.execute(on: .queue(DispatchQueue(label: "race"))) { event in
                 if case .value(let value) = event { values.withLock { $0.append(value) } }
@@ -43,7 +43,7 @@ import Testing
                 return BlockCancelable { _ = result }
             }
             let node = Command.merge([source.map { $0 + 1 }, source.filter { $0 > 0 }])
-            let ended = Expectation()
+            let ended = Checkpoint()
             node.execute(on: .immediate) { event in if event.isTerminal { ended.fulfill() } }
             DispatchQueue.global().async { node.cancel() }
             #expect(await ended.wait(seconds: 30))

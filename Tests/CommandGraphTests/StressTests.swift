@@ -41,9 +41,9 @@ private final class ExecutionProbe: Sendable {
     }
 
     private let state = Locked(State())
-    let done: Expectation
+    let done: Checkpoint
 
-    init(done: Expectation) { self.done = done }
+    init(done: Checkpoint) { self.done = done }
 
     func cancelReturned() { state.withLock { $0.cancelReturnedAt = DispatchTime.now().uptimeNanoseconds } }
 
@@ -89,7 +89,7 @@ private final class ExecutionProbe: Sendable {
         var longestCancelLatency: UInt64 = 0
         let started = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<(total / batch) {
-            let done = Expectation(count: batch)
+            let done = Checkpoint(count: batch)
             var probes: [ExecutionProbe] = []
             var commands: [Command<Int>] = []
             for _ in 0..<batch {

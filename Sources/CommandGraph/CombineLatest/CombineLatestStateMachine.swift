@@ -1,6 +1,6 @@
 /// The rules of `combineLatest` (ReactiveCocoa's): emit the latest value of every input each time one
 /// sends, once all have sent at least once; complete when all completed; fail on the first failure.
-struct CombineLatestStateMachine<Element: Sendable>: Sendable {
+struct CombineLatestStateMachine<Element: Sendable>: NaryStateMachine {
     enum Action: Sendable {
         case none
         /// The latest value of every input, in input order.

@@ -56,6 +56,38 @@ extension Command {
     }
 }
 
+/// A many-input state machine fed one event at a time, each returning what to do.
+protocol NaryStateMachine: Sendable {
+    associatedtype Element: Sendable
+    associatedtype Action: Sendable
+    /// The node started (with no input, it may end at once).
+    mutating func start() -> Action
+    mutating func value(_ value: Element, at index: Int) -> Action
+    mutating func completed(at index: Int) -> Action
+    mutating func failed(_ error: any Error) -> Action
+    mutating func cancelled(at index: Int) -> Action
+}
+
+extension Command {
+    /// A node whose inputs feed a ``NaryStateMachine``; `perform` turns its actions into emissions
+    /// (called under the machine's lock: it only queues them on the link).
+    static func nary<Machine: NaryStateMachine>(
+        _ name: String, inputs: [NaryInput<Machine.Element>], machine makeMachine: @escaping @Sendable () -> Machine,
+        perform: @escaping @Sendable (Machine.Action, Link<Output>) -> Void
+    ) -> Command<Output> {
+        nary(
+            name, inputs: inputs, machine: makeMachine, start: { machine, link in perform(machine.start(), link) }
+        ) { machine, index, event, link in
+            switch event {
+            case .value(let value): perform(machine.value(value, at: index), link)
+            case .completed: perform(machine.completed(at: index), link)
+            case .failed(let error): perform(machine.failed(error), link)
+            case .cancelled: perform(machine.cancelled(at: index), link)
+            }
+        }
+    }
+}
+
 extension Link {
     /// The error for input `index` of `inputs` having been cancelled.
     func inputCancelled<Element>(_ index: Int, of inputs: [NaryInput<Element>]) -> CommandError {

@@ -16,17 +16,7 @@ extension Command {
             case .cancelled(let index): link.enqueue(.cancelled(link.inputCancelled(index, of: inputs)))
             }
         }
-        return nary(
-            "zip", inputs: inputs, machine: { Machine(inputs: inputs.count) },
-            start: { machine, link in perform(machine.start(), link) }
-        ) { machine, index, event, link in
-            switch event {
-            case .value(let value): perform(machine.value(value, at: index), link)
-            case .completed: perform(machine.completed(at: index), link)
-            case .failed(let error): perform(machine.failed(error), link)
-            case .cancelled: perform(machine.cancelled(at: index), link)
-            }
-        }
+        return nary("zip", inputs: inputs, machine: { Machine(inputs: inputs.count) }, perform: perform)
     }
 
     /// Pairs the values of `inputs` in order (the n-th of each together).

@@ -1,7 +1,7 @@
 /// The rules of `zip`: pair the oldest unpaired value of every input (FIFO); complete as soon as an
 /// input has completed and its buffer is empty (checked after each pairing too); fail on the first
 /// failure. Buffers are unbounded: a fast input's values wait for the slow ones, never dropped.
-struct ZipStateMachine<Element: Sendable>: Sendable {
+struct ZipStateMachine<Element: Sendable>: NaryStateMachine {
     enum Action: Sendable {
         case none
         /// Pairs to emit, in order, then (if `complete`) completion.

@@ -3,67 +3,11 @@ import Foundation
 import Synchronization
 
 @testable import CommandCore
+import CommandTestSupport
 
 /// Tests lock with the library's pthread-based lock, not `Synchronization.Mutex`: ThreadSanitizer
 /// cannot see the latter's futex on Linux and would report every access it guards as a race.
 typealias Mutex<Value> = Locked<Value>
-
-/// Resumes waiters once `fulfill()` was called `count` times. `wait` never blocks a thread: it
-/// suspends on a continuation, resumed by the last `fulfill()` or by the bound (a generous one; a
-/// test that reaches it has failed, it does not pace the test).
-final class Expectation: Sendable {
-    private struct State {
-        var remaining: Int
-        var waiters: [CheckedContinuation<Bool, Never>] = []
-    }
-
-    // Guards the count and the waiting continuations.
-    private let state: Mutex<State>
-
-    init(count: Int = 1) { state = Mutex(State(remaining: count)) }
-
-    func fulfill() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            state.remaining -= 1
-            guard state.remaining == 0 else { return [] }
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: true) }
-    }
-
-    var isFulfilled: Bool { state.withLock { $0.remaining <= 0 } }
-
-    /// True when fulfilled, false when `seconds` passed first.
-    func wait(seconds: Double = 60) async -> Bool {
-        let token = OnceToken()
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let done = state.withLock { state -> Bool in
-                if state.remaining <= 0 { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done {
-                continuation.resume(returning: true)
-                return
-            }
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
-                // Remove and resume this waiter if it is still here (the bound was reached).
-                let timedOut = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-                    guard state.remaining > 0, token.take() else { return [] }
-                    defer { state.waiters = [] }
-                    return state.waiters
-                }
-                for waiter in timedOut { waiter.resume(returning: false) }
-            }
-        }
-    }
-}
-
-final class OnceToken: Sendable {
-    private let taken = Atomic(false)
-    func take() -> Bool { !taken.exchange(true, ordering: .acquiringAndReleasing) }
-}
 
 /// Records a command's events in arrival order and checks the delivery contract as they arrive:
 /// never two deliveries at once, nothing after the terminal event.
@@ -78,7 +22,7 @@ final class Recorder<Output: Sendable>: Sendable {
     private let state = Mutex(State())
     private let inFlight = Atomic(0)
     private let overlaps = Atomic(0)
-    let finished = Expectation()
+    let finished = Checkpoint()
 
     var handler: @Sendable (CommandEvent<Output>) -> Void {
         { [self] event in record(event) }
@@ -167,7 +111,7 @@ final class RunLoopThread: @unchecked Sendable {
     private(set) var loop: RunLoop?
     private(set) var threadID: ObjectIdentifier?
     private let stopped = Atomic(false)
-    let ready = Expectation()
+    let ready = Checkpoint()
 
     func start() {
         let thread = Thread { [self] in
