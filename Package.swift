@@ -55,7 +55,7 @@ let package = Package(
             dependencies: ["CommandCore"],
             path: "Examples/ReadmeSnippet"
         ),
-        .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore", "CommandTestSupport"]),
+        .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore", "CommandGraph", "CommandTestSupport"]),
         .target(
             name: "CommandTestSupport",
             dependencies: ["CommandCore", "CommandGraph"],

@@ -1,11 +1,29 @@
 @testable import CommandCore
+import CommandGraph
 import CommandTestSupport
 import Foundation
 import Synchronization
 import Testing
 
-/// Each misuse gets a clear error or diagnostic naming the command, and observers still get a
-/// terminal event: nothing is lost, nothing crashes.
+/// The catalogue of bad inputs: each misuse gets a clear error or diagnostic naming the command and
+/// saying what to do, and observers still get a terminal event: nothing is lost, nothing crashes.
+///
+/// | Misuse | What it gets |
+/// |---|---|
+/// | dependency cycle | `dependencyCycle`, `cycle` = the names in order (at execute, or when the edge is added to a waiting command) |
+/// | self-dependency | `selfDependency` when executed |
+/// | dependency added after start | `dependencyAddedAfterStart`, naming both commands |
+/// | execute after cancel | `.cancelled(cancelled)` delivered to the new observer |
+/// | send / complete / fail after the terminal event | ignored, an `alreadyFinished` diagnostic each |
+/// | result released without a terminal event | `resultAbandoned` |
+/// | a command with no work | `missingRun` |
+/// | throwing `map` / `reduce` | the node fails with the thrown error |
+/// | a `RunLoop` nobody runs | nothing delivered, nothing lost: the events wait; cancel still ends the command |
+/// | `executeQueue` replaced while running | ignored for this run, a diagnostic |
+/// | `removeDependency` after execute | ignored, a diagnostic |
+/// | a released callback object | nothing delivered to it, the run goes on |
+/// | `retry` with a negative count | `invalidArgument` |
+/// | a zero or negative `timeout` | `invalidArgument` |
 @Suite struct MisuseTests {
     private func named(_ name: String, _ log: Log? = nil) -> Command<Int> {
         let command = Command<Int> { result in
@@ -170,6 +188,61 @@ import Testing
         #expect(await recorder.waitForTerminal())
         #expect(recorder.terminal?.commandError?.code == .cancelled)
         #expect(recorder.terminal?.commandError?.command == "cancelled")
+    }
+}
+
+extension MisuseTests {
+    private struct Boom: Error {}
+
+    @Test func throwingMapAndReduce_failTheNodeWithTheThrownError() async {
+        let mapped = named("source").map { (value: Int) throws -> Int in throw Boom() }
+        let recorder = Recorder<Int>()
+        mapped.execute(on: .immediate, recorder.handler)
+        #expect(await recorder.waitForTerminal())
+        #expect(recorder.terminal?.error is Boom)
+        let reduced = combineLatest(named("a"), named("b")) { (_: Int, _: Int) throws -> Int in throw Boom() }
+        let second = Recorder<Int>()
+        reduced.execute(on: .immediate, second.handler)
+        #expect(await second.waitForTerminal())
+        #expect(second.terminal?.error is Boom)
+    }
+
+    @Test func runLoopNobodyRuns_holdsTheEvents_theCommandStillEnds() async {
+        // A thread's run loop that is never run: callbacks scheduled on it wait (documented), the
+        // command itself still ends, and nothing crashes.
+        let idle = Checkpoint()
+        let loopBox = Locked<RunLoop?>(nil)
+        let thread = Thread {
+            loopBox.withLock { $0 = RunLoop.current }
+            idle.fulfill()
+        }
+        thread.start()
+        #expect(await idle.wait())
+        guard let loop = loopBox.withLock({ $0 }) else { Issue.record("no run loop"); return }
+        let delivered = Locked(0)
+        let command = named("waiting")
+        let ended = Checkpoint()
+        command.observeState(on: .immediate) { state in if state.isTerminal { ended.fulfill() } }
+        command.execute(on: .runLoop(loop)) { _ in delivered.withLock { $0 += 1 } }
+        #expect(await ended.wait())
+        #expect(command.state.isTerminal)
+        #expect(delivered.withLock { $0 } == 0)
+        #expect(command.observerCount == 1)  // the events wait for the loop, not lost
+    }
+
+    @Test func retryWithANegativeCount_andANonPositiveTimeout_failWithInvalidArgument() async {
+        let retry = Command<Int>.retry(-1) { self.named("attempt") }
+        let retried = Recorder<Int>()
+        retry.execute(on: .immediate, retried.handler)
+        #expect(await retried.waitForTerminal())
+        #expect((retried.terminal?.error as? CommandError)?.code == .invalidArgument)
+        #expect((retried.terminal?.error as? CommandError)?.message.contains("retry(-1)") == true)
+        for interval in [Duration.zero, .seconds(-1)] {
+            let timed = Recorder<Int>()
+            named("slow").timeout(interval).execute(on: .immediate, timed.handler)
+            #expect(await timed.waitForTerminal())
+            #expect((timed.terminal?.error as? CommandError)?.code == .invalidArgument)
+        }
     }
 }
 
