@@ -1,0 +1,73 @@
+// Suite 2: graph scaling. Chain, fan-out (1 -> N), fan-in (N -> 1) and lattice (layers x 10) of 1k,
+// 10k and 100k commands, built with addDependency and run by executing the last node; against the
+// naive design (every operation on one shared OperationQueue, Foundation's addDependency starting
+// dependents), capped at 8k nodes where it still finishes in seconds. Time per iteration = one graph.
+import Benchmark
+import CommandGraph
+import Dispatch
+import Foundation
+
+func command() -> Command<Void> {
+    Command<Void> { result in
+        result.succeed()
+        return nil
+    }
+}
+
+/// Builds a graph of `count` commands in `shape`; returns the node to execute last.
+func build(_ shape: String, _ count: Int) -> (last: Command<Void>, sinks: [Command<Void>]) {
+    let nodes = (0..<count).map { _ in command() }
+    switch shape {
+    case "chain":
+        for index in 1..<count { nodes[index].addDependency(nodes[index - 1]) }
+        return (nodes[count - 1], [nodes[count - 1]])
+    case "fan-out":
+        for index in 1..<count { nodes[index].addDependency(nodes[0]) }
+        return (nodes[0], Array(nodes[1...]))
+    case "fan-in":
+        for index in 0..<(count - 1) { nodes[count - 1].addDependency(nodes[index]) }
+        return (nodes[count - 1], [nodes[count - 1]])
+    default:  // lattice: layers of 10, each node depending on the whole previous layer
+        let width = 10
+        for index in width..<count {
+            let layer = index / width
+            for previous in ((layer - 1) * width)..<(layer * width) { nodes[index].addDependency(nodes[previous]) }
+        }
+        return (nodes[count - 1], Array(nodes[(count - width)...]))
+    }
+}
+
+/// Runs the graph: executes every sink (a fan-out has many) and waits for all of them.
+func run(_ shape: String, _ count: Int) {
+    let (_, sinks) = build(shape, count)
+    let done = DispatchGroup()
+    for sink in sinks {
+        done.enter()
+        sink.execute(on: .immediate) { event in if event.isTerminal { done.leave() } }
+    }
+    done.wait()
+}
+
+/// The naive design: one shared OperationQueue, Foundation's addDependency, everything enqueued.
+func runNaive(_ count: Int) {
+    let queue = OperationQueue()
+    let operations = (0..<count).map { _ in BlockOperation {} }
+    for index in 1..<count { operations[index].addDependency(operations[index - 1]) }
+    queue.addOperations(operations, waitUntilFinished: true)
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .peakMemoryResident], maxDuration: .seconds(5), maxIterations: 20)
+    for shape in ["chain", "fan-out", "fan-in", "lattice"] {
+        for count in [1_000, 10_000, 100_000] {
+            Benchmark("\(shape) \(count)", configuration: .init(maxIterations: count >= 100_000 ? 3 : 20)) { _ in
+                run(shape, count)
+            }
+        }
+    }
+    for count in [1_000, 8_000] {
+        Benchmark("naive chain \(count) (one shared OperationQueue)", configuration: .init(maxIterations: 3)) { _ in
+            runNaive(count)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+// swift-tools-version: 6.1
+// The benchmark suites, a nested package so the library's own manifest keeps zero dependencies.
+// Run: cd Benchmarks && swift package benchmark
+import PackageDescription
+
+let package = Package(
+    name: "Benchmarks",
+    dependencies: [
+        .package(name: "AwesomeCommand", path: ".."),
+        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "Core",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "CommandGraph", package: "AwesomeCommand"),
+            ],
+            path: "Benchmarks/Core",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+        .executableTarget(
+            name: "Graph",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "CommandGraph", package: "AwesomeCommand"),
+            ],
+            path: "Benchmarks/Graph",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+        .executableTarget(
+            name: "Combinators",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "CommandGraph", package: "AwesomeCommand"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ],
+            path: "Benchmarks/Combinators",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+        .executableTarget(
+            name: "Locks",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "CommandGraph", package: "AwesomeCommand"),
+            ],
+            path: "Benchmarks/Locks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+    ]
+)
