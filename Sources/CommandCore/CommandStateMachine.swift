@@ -181,6 +181,9 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// The closure of `Command { result in ... }`; released when the command ends.
     var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
     private(set) var dependencies: [Operation] = []
+    /// The identities of `dependencies`, so a duplicate edge is found in O(1), not O(edges): a fan-in
+    /// of 100,000 dependencies would otherwise be quadratic to build.
+    private var dependencyIDs: Set<ObjectIdentifier> = []
     private var dependents: [any DependencyNode] = []
     /// A misuse recorded by a call that cannot throw (a self-dependency); fails the command when executed.
     private(set) var misuse: CommandError?
@@ -233,7 +236,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     mutating func addDependency(
         _ operation: Operation, isSelf: Bool, typeName: @autoclosure () -> String
     ) -> AddDependencyAction {
-        if dependencies.contains(where: { $0 === operation }) { return .duplicate }
+        if dependencyIDs.contains(ObjectIdentifier(operation)) { return .duplicate }
         if isSelf {
             switch lifecycle {
             case .pending, .claimed:
@@ -249,9 +252,11 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         switch lifecycle {
         case .pending, .claimed:
             dependencies.append(operation)
+            dependencyIDs.insert(ObjectIdentifier(operation))
             return .none
         case .waiting(let remaining):
             dependencies.append(operation)
+            dependencyIDs.insert(ObjectIdentifier(operation))
             lifecycle = .waiting(remaining: remaining + 1)
             return .registerLate
         case .enqueued, .executing:
@@ -266,6 +271,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         switch lifecycle {
         case .pending:
             dependencies.removeAll { $0 === operation }
+            dependencyIDs.remove(ObjectIdentifier(operation))
             return true
         default:
             return false
@@ -274,7 +280,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// Empties the edge list (when the command is released).
     mutating func takeDependencies() -> [Operation] {
-        defer { dependencies = [] }
+        defer {
+            dependencies = []
+            dependencyIDs = []
+        }
         return dependencies
     }
 
