@@ -20,7 +20,9 @@ func fetch(_ what: String, from server: String, fails: Bool = false) -> Command<
 }
 
 let chain = fetch("token", from: "primary").bind { index, previous, value, error in
-    print("  step \(index) ended: \(previous.displayName), value \(value ?? "none"), error \(error.map { "\($0)" } ?? "none")")
+    print(
+        "  step \(index) ended: \(previous.displayName), value \(value ?? "none"), error \(error.map { "\($0)" } ?? "none")"
+    )
     switch index {
     case 0: return fetch("profile", from: "primary", fails: true)  // uses the token
     case 1: return error != nil ? fetch("profile", from: "backup") : nil  // recovers from the error

@@ -81,7 +81,8 @@ let manifest = Manifest()
 let parallel = ProcessInfo.processInfo.activeProcessorCount * 2
 
 /// list -> each path -> hash (at most `parallel` at once, the rest queued in order).
-let paths = list
+let paths =
+    list
     .handleEvents(value: { files in DispatchQueue.main.async { manifest.total = files.count } })
     .flatMap { files in
         Command<String> { result in
@@ -120,13 +121,17 @@ graph.execute(on: .main) { event in
             for line in lines.prefix(5) { print(line) }
             if lines.count > 5 { print("... \(lines.count - 5) more") }
         }
-        print(String(format: "%d files, %d bytes, combined checksum %016llx", manifest.entries.count, manifest.bytes, combined))
+        print(
+            String(
+                format: "%d files, %d bytes, combined checksum %016llx", manifest.entries.count, manifest.bytes,
+                combined))
         exit(0)
     case .failed(let error):
         print("\nfailed: \(error)")
         exit(1)
     case .cancelled:
-        FileHandle.standardError.write(Data("\ncancelled (Ctrl-C): \(manifest.entries.count) of \(manifest.total) files hashed\n".utf8))
+        FileHandle.standardError.write(
+            Data("\ncancelled (Ctrl-C): \(manifest.entries.count) of \(manifest.total) files hashed\n".utf8))
         exit(130)
     }
 }

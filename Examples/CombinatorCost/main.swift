@@ -30,7 +30,9 @@ final class Counter: @unchecked Sendable {
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
 /// Runs `output`, waits for the pushers to start, then times `push` over `outputs` expected values.
-func measure<Output>(_ name: String, _ output: Command<Output>, pushers: [Pusher<Int>], expected: Int, push: () -> Void) -> Double {
+func measure<Output>(_ name: String, _ output: Command<Output>, pushers: [Pusher<Int>], expected: Int, push: () -> Void)
+    -> Double
+{
     let counter = Counter()
     output.execute(on: .immediate) { event in if case .value = event { counter.count += 1 } }
     for pusher in pushers { pusher.started.wait() }
@@ -85,7 +87,12 @@ for _ in 0..<5 {
         results["map chain, per value per stage", default: []].append(perValue / 1000)
     }
 }
-print("values pushed synchronously, .immediate delivery; median of 5 runs; cores: \(ProcessInfo.processInfo.activeProcessorCount)")
-for name in ["combineLatest(2)", "zip(2), per pair", "merge(8)", "map chain (1,000 stages), per value", "map chain, per value per stage"] {
+print(
+    "values pushed synchronously, .immediate delivery; median of 5 runs; cores: \(ProcessInfo.processInfo.activeProcessorCount)"
+)
+for name in [
+    "combineLatest(2)", "zip(2), per pair", "merge(8)", "map chain (1,000 stages), per value",
+    "map chain, per value per stage",
+] {
     print(String(format: "%-38@ %10.0f ns", name as NSString, median(results[name]!)))
 }

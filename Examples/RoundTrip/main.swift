@@ -86,6 +86,8 @@ print("rounds: \(rounds), repeats: \(repeats), cores: \(ProcessInfo.processInfo.
 for mode in ["sequential", "pipelined"] {
     let bare = median(results["bare \(mode)"]!)
     let command = median(results["command \(mode)"]!)
-    print(String(format: "%-10@ bare Operation + hop: %7.0f ns   command round trip: %7.0f ns   ratio: %.2fx",
-                 mode as NSString, bare, command, command / bare))
+    print(
+        String(
+            format: "%-10@ bare Operation + hop: %7.0f ns   command round trip: %7.0f ns   ratio: %.2fx",
+            mode as NSString, bare, command, command / bare))
 }

@@ -136,7 +136,12 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
                 machine.queue.ownsQueue = false
                 return false
             }
-            if late { diagnose(.alreadyFinished, "executeQueue was replaced after the command was handed to its queue; the new queue is ignored for this run.") }
+            if late {
+                diagnose(
+                    .alreadyFinished,
+                    "executeQueue was replaced after the command was handed to its queue; the new queue is ignored for this run."
+                )
+            }
         }
     }
 

@@ -126,7 +126,8 @@ extension CommandError {
     static func noValue(_ command: String) -> CommandError {
         CommandError(
             code: .noValue, command: command,
-            message: "'\(command)' completed without sending a value, but one was awaited. Use `values` to accept none.")
+            message: "'\(command)' completed without sending a value, but one was awaited. Use `values` to accept none."
+        )
     }
 
     static func missingRun(_ command: String) -> CommandError {

@@ -1,4 +1,3 @@
-
 /// Runs `.immediate` deliveries with a loop per thread instead of nesting them.
 ///
 /// A value sent at the head of a 10,000-stage `map` chain is delivered stage by stage on the

@@ -33,7 +33,8 @@ struct ValueLog<Output: Sendable>: Sendable {
     }
 
     func value(at index: Int) -> Output {
-        precondition(index >= startIndex && index < endIndex, "ValueLog: index \(index) outside \(startIndex)..<\(endIndex)")
+        precondition(
+            index >= startIndex && index < endIndex, "ValueLog: index \(index) outside \(startIndex)..<\(endIndex)")
         return storage[head + index - startIndex]
     }
 

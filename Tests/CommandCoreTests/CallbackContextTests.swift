@@ -1,9 +1,10 @@
-@testable import CommandCore
 import CommandTestSupport
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
+@testable import CommandCore
 
 /// Where callbacks run: the context captured when `execute` was called, or the one named.
 @Suite struct CallbackContextTests {

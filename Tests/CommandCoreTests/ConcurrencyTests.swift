@@ -1,9 +1,10 @@
-@testable import CommandCore
 import CommandTestSupport
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
+@testable import CommandCore
 
 /// Ordering and cancel races, with many threads. Each waits for events with a bound; none sleeps.
 @Suite struct ConcurrencyTests {

@@ -1,8 +1,9 @@
-@testable import CommandCore
 import CommandTestSupport
 import Foundation
 import Synchronization
 import Testing
+
+@testable import CommandCore
 
 /// Commands that log when they run, so tests can check the order.
 private func logging(_ name: String, _ log: Log, fail: Bool = false) -> Command<String> {

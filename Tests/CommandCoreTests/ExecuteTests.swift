@@ -1,9 +1,10 @@
-@testable import CommandCore
 import CommandTestSupport
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
+@testable import CommandCore
 
 final class Add: Command<Int>, @unchecked Sendable {
     let a: Int

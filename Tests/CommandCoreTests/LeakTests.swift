@@ -1,8 +1,8 @@
+import CommandTestSupport
 import Foundation
 import Testing
 
 @testable import CommandCore
-import CommandTestSupport
 
 /// A command that says when it is released.
 final class Tracked: Command<Int>, @unchecked Sendable {

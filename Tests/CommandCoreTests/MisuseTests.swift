@@ -1,9 +1,10 @@
-@testable import CommandCore
 import CommandGraph
 import CommandTestSupport
 import Foundation
 import Synchronization
 import Testing
+
+@testable import CommandCore
 
 /// The catalogue of bad inputs: each misuse gets a clear error or diagnostic naming the command and
 /// saying what to do, and observers still get a terminal event: nothing is lost, nothing crashes.

@@ -1,8 +1,8 @@
+import CommandTestSupport
 import Foundation
 import Testing
 
 @testable import CommandCore
-import CommandTestSupport
 
 /// The command's state machine as a plain value: no threads, no queues, no locks.
 @Suite struct StateMachineTests {

@@ -63,7 +63,11 @@ private func ended<Output>(_ command: Command<Output>) async -> CommandState {
     await withCheckedContinuation { continuation in
         let once = Locked(false)
         command.observeState(on: .immediate) { state in
-            guard state.isTerminal, once.withLock({ done in defer { done = true }; return !done }) else { return }
+            guard state.isTerminal,
+                once.withLock({ done in
+                    defer { done = true }; return !done
+                })
+            else { return }
             continuation.resume(returning: state)
         }
     }
@@ -73,7 +77,11 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
     await withCheckedContinuation { continuation in
         let once = Locked(false)
         command.observeState(on: .immediate) { state in
-            guard once.withLock({ done in defer { done = true }; return !done }) else { return }
+            guard
+                once.withLock({ done in
+                    defer { done = true }; return !done
+                })
+            else { return }
             continuation.resume()
         }
     }
@@ -177,7 +185,9 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         InlineExecution.$isOn.withValue(true) {
             valid.execute(on: .immediate) { event in
                 if case .value(let value) = event {
-                    let count = seen.withLock { $0.append(value); return $0.count }
+                    let count = seen.withLock {
+                        $0.append(value); return $0.count
+                    }
                     if count == 3 { third.fulfill() }
                 }
             }
@@ -304,13 +314,16 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
 
     @Test func enabledIf_refusesWhenFalse_andValuesAndErrorsAreObservable() async {
         let allowed = Locked(false)
-        let action = CommandAction<Int, Int>(policy: .concurrent(max: 10), enabledIf: { allowed.withLock { $0 } }) { input in
+        let action = CommandAction<Int, Int>(policy: .concurrent(max: 10), enabledIf: { allowed.withLock { $0 } }) {
+            input in
             Command<Int> { result in
                 if input < 0 { result.fail(Boom()) } else { result.succeed(input * 2) }
                 return nil
             }
         }
-        guard case .failed(let refusal as CommandError) = await ended(action.execute(1)) else { Issue.record("accepted"); return }
+        guard case .failed(let refusal as CommandError) = await ended(action.execute(1)) else {
+            Issue.record("accepted"); return
+        }
         #expect(refusal.code == .notEnabled)
         allowed.withLock { $0 = true }
         let values = Locked<[Int]>([])

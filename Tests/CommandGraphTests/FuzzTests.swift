@@ -123,13 +123,20 @@ import Testing
                     return nil
                 }
             }
-            let output = round % 2 == 0 ? Command.merge(inputs) : inputs[0].flatMap { value in
-                Command<Int> { result in
-                    result.succeed(value)
-                    return nil
+            let output =
+                round % 2 == 0
+                ? Command.merge(inputs)
+                : inputs[0].flatMap { value in
+                    Command<Int> { result in
+                        result.succeed(value)
+                        return nil
+                    }
                 }
-            }
-            let probe = Locked((values: [Int](), terminals: 0, afterTerminal: 0, cancelReturned: false, afterCancel: 0, cancelled: false))
+            let probe = Locked(
+                (
+                    values: [Int](), terminals: 0, afterTerminal: 0, cancelReturned: false, afterCancel: 0,
+                    cancelled: false
+                ))
             let done = Checkpoint()
             output.execute(on: .queue(DispatchQueue(label: "fuzz"))) { event in
                 let first = probe.withLock { probe -> Bool in

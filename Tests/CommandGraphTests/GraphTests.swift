@@ -155,7 +155,9 @@ private final class Source: Command<Int>, @unchecked Sendable {
                     count += 1
                     return count
                 }
-                if attempt < 3 { result.fail(CommandError(code: .invalidArgument, command: "flaky", message: "try again")) } else {
+                if attempt < 3 {
+                    result.fail(CommandError(code: .invalidArgument, command: "flaky", message: "try again"))
+                } else {
                     result.succeed(attempt)
                 }
                 return nil

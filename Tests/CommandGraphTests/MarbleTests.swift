@@ -69,7 +69,9 @@ private struct Boom: Error {}
         let m = Marbles()
         #expect(m.run(zip(m.input("1-#"), m.input("a-b|")).map { $0 + $1 }) == "{1a}-#")
         let m2 = Marbles()
-        #expect(m2.run(Command.zip([m2.input("12|"), m2.input("ab|"), m2.input("xy|")]).map { $0.joined() }) == "{1ax}{2by}|")
+        #expect(
+            m2.run(Command.zip([m2.input("12|"), m2.input("ab|"), m2.input("xy|")]).map { $0.joined() })
+                == "{1ax}{2by}|")
         let m3 = Marbles()
         #expect(m3.run(Command<String>.zip([]).map { $0.joined() }) == "|")
     }
@@ -193,7 +195,11 @@ private struct Boom: Error {}
     @Test func throwingClosure_failsTheNode_andCancelsTheSource() {
         let m = Marbles()
         let source = m.input("1-2-3|")
-        #expect(m.run(source.map { value -> String in if value == "2" { throw Boom() }; return value }) == "1-#")
+        #expect(
+            m.run(
+                source.map { value -> String in
+                    if value == "2" { throw Boom() }; return value
+                }) == "1-#")
         #expect(source.isCancelled)
     }
 

@@ -12,7 +12,9 @@ import Testing
         guard case .none = machine.value(1, at: 0) else { Issue.record("emitted early"); return }
         guard case .emit(let first) = machine.value(10, at: 1), first == [1, 10] else { Issue.record("first"); return }
         guard case .none = machine.completed(at: 1) else { Issue.record("completed early"); return }
-        guard case .emit(let second) = machine.value(2, at: 0), second == [2, 10] else { Issue.record("second"); return }
+        guard case .emit(let second) = machine.value(2, at: 0), second == [2, 10] else {
+            Issue.record("second"); return
+        }
         guard case .complete = machine.completed(at: 0) else { Issue.record("not completed"); return }
         guard case .none = machine.value(3, at: 0) else { Issue.record("value after the end"); return }
     }

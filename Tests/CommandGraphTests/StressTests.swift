@@ -64,13 +64,17 @@ private final class ExecutionProbe: Sendable {
     /// `cancel()` that took effect had returned (a cancel after completion is a no-op: values already
     /// sent are still delivered).
     var violations: Int {
-        state.withLock { $0.afterTerminal + ($0.endedCancelled ? $0.valuesAfterCancel : 0) + ($0.terminals == 1 ? 0 : 1) }
+        state.withLock {
+            $0.afterTerminal + ($0.endedCancelled ? $0.valuesAfterCancel : 0) + ($0.terminals == 1 ? 0 : 1)
+        }
     }
 
     /// Nanoseconds from `cancel()` returning to the terminal event, when cancel came first.
     var cancelLatency: UInt64? {
         state.withLock { state in
-            guard let cancelled = state.cancelReturnedAt, let ended = state.terminalAt, ended > cancelled else { return nil }
+            guard let cancelled = state.cancelReturnedAt, let ended = state.terminalAt, ended > cancelled else {
+                return nil
+            }
             return ended - cancelled
         }
     }
@@ -141,7 +145,9 @@ private final class ExecutionProbe: Sendable {
             }
             let finished = await done.wait(seconds: 120)
             if !finished {
-                let stalled = commands.filter { !$0.state.isTerminal }.prefix(5).map { "\($0.displayName): \($0.state)" }
+                let stalled = commands.filter { !$0.state.isTerminal }.prefix(5).map {
+                    "\($0.displayName): \($0.state)"
+                }
                 Issue.record("seed \(seed): executions stalled, e.g. \(stalled)")
                 return
             }
@@ -149,7 +155,9 @@ private final class ExecutionProbe: Sendable {
             longestCancelLatency = max(longestCancelLatency, probes.compactMap(\.cancelLatency).max() ?? 0)
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        print("stress: \(total) executions in \(String(format: "%.1f", elapsed)) s, longest cancel-to-terminal \(longestCancelLatency / 1000) us, seed \(seed)")
+        print(
+            "stress: \(total) executions in \(String(format: "%.1f", elapsed)) s, longest cancel-to-terminal \(longestCancelLatency / 1000) us, seed \(seed)"
+        )
         #expect(violations == 0, "seed \(seed)")
     }
 
@@ -172,7 +180,11 @@ private final class ExecutionProbe: Sendable {
         for try await value in Command.merge(merged).values { total += value }
         #expect(total == width * (width - 1) / 2)
         // A plain-dependency fan-in: one command after `width * 10` others.
-        let joins = (0..<(width * 10)).map { _ in Command<Void> { $0.succeed(); return nil } }
+        let joins = (0..<(width * 10)).map { _ in
+            Command<Void> {
+                $0.succeed(); return nil
+            }
+        }
         let last = Command<Int> { result in
             result.succeed(joins.count)
             return nil

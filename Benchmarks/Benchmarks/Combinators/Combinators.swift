@@ -28,7 +28,8 @@ func prepare<Output>(_ output: Command<Output>, _ pushers: [Pusher]) {
 let values = 1_000
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(2))
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(2))
 
     Benchmark("combineLatest of 2 (1,000 values)") { benchmark in
         let a = Pusher(), b = Pusher()

@@ -57,7 +57,8 @@ func runNaive(_ count: Int) {
 }
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .peakMemoryResident], maxDuration: .seconds(5), maxIterations: 20)
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .peakMemoryResident], maxDuration: .seconds(5), maxIterations: 20)
     for shape in ["chain", "fan-out", "fan-in", "lattice"] {
         for count in [1_000, 10_000, 100_000] {
             Benchmark("\(shape) \(count)", configuration: .init(maxIterations: count >= 100_000 ? 3 : 20)) { _ in

@@ -28,7 +28,7 @@ extension Command {
                         case .completed: perform(machine.withLock { $0.innerCompleted() })
                         case .failed(let error): perform(machine.withLock { $0.failed(error) })
                         case .cancelled:
-                            if machine.withLock({ $0.cancelled() }) .isCancelled {
+                            if machine.withLock({ $0.cancelled() }).isCancelled {
                                 link.emit(.cancelled(link.inputCancelled(inner.displayName)))
                             }
                         }
@@ -119,7 +119,8 @@ extension Command {
     /// nil after a command completed. *Fails:* when `next` returns nil after a command failed (with
     /// that error), or `next` throws. *Cancels:* the active command of the chain.
     public func bind(
-        _ next: @escaping @Sendable (_ index: Int, _ previous: Command<Output>, _ value: Output?, _ error: (any Error)?)
+        _ next:
+            @escaping @Sendable (_ index: Int, _ previous: Command<Output>, _ value: Output?, _ error: (any Error)?)
             throws -> Command<Output>?
     ) -> Command<Output> {
         .combinator("bind", inputs: [self]) { [unowned(unsafe) self] link in
@@ -168,7 +169,9 @@ extension Command {
                     do {
                         let recovery = try handler(error)
                         link.subscribe(recovery) { event in
-                            if case .value(let value) = event { link.emit(.value(value)) } else {
+                            if case .value(let value) = event {
+                                link.emit(.value(value))
+                            } else {
                                 link.forwardTerminal(event, from: recovery)
                             }
                         }

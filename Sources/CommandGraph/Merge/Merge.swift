@@ -2,7 +2,8 @@ import CommandCore
 
 extension Command {
     static func mergeNode(_ inputs: [NaryInput<Output>]) -> Command<Output> {
-        @Sendable func perform(_ action: MergeStateMachine.Action, _ event: CommandEvent<Output>, _ link: Link<Output>) {
+        @Sendable func perform(_ action: MergeStateMachine.Action, _ event: CommandEvent<Output>, _ link: Link<Output>)
+        {
             switch action {
             case .none: break
             case .pass: if case .value(let value) = event { link.enqueue(.value(value)) }

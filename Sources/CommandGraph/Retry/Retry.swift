@@ -22,7 +22,9 @@ public enum RetryDelay: Sendable {
             return wait
         case .exponential(let initial, let multiplier, let maximum, let jitter):
             let seconds = Double(initial.components.seconds) + Double(initial.components.attoseconds) / 1e18
-            let grown = min(seconds * pow(multiplier, Double(attempt - 1)), Double(maximum.components.seconds) + Double(maximum.components.attoseconds) / 1e18)
+            let grown = min(
+                seconds * pow(multiplier, Double(attempt - 1)),
+                Double(maximum.components.seconds) + Double(maximum.components.attoseconds) / 1e18)
             let spread = grown * min(max(jitter, 0), 1)
             return .nanoseconds(Int64((grown - Double.random(in: 0...spread)) * 1e9))
         case .custom(let wait):
@@ -50,7 +52,9 @@ extension Command {
                     .failed(
                         CommandError(
                             code: .invalidArgument, command: link.node,
-                            message: "retry(\(retries)) needs a count of 0 or more (the number of retries after the first attempt).")))
+                            message:
+                                "retry(\(retries)) needs a count of 0 or more (the number of retries after the first attempt)."
+                        )))
             }
             @Sendable func attempt(_ number: Int) {
                 let command: Command<Output>
@@ -82,7 +86,9 @@ extension Command {
             if let command = first.withLock({ command -> Command<Output>? in
                 defer { command = nil }
                 return command
-            }) { return command }
+            }) {
+                return command
+            }
             return try make()
         }
     }

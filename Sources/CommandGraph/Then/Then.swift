@@ -113,7 +113,9 @@ extension Command {
                     do {
                         let next = try makeNext()
                         link.subscribe(next) { event in
-                            if case .value(let value) = event { link.emit(.value(value)) } else {
+                            if case .value(let value) = event {
+                                link.emit(.value(value))
+                            } else {
                                 link.forwardTerminal(event, from: next)
                             }
                         }

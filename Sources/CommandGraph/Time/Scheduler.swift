@@ -29,7 +29,8 @@ public struct DispatchScheduler: CommandScheduler {
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancelable {
         // Cancelling releases the action at once (and what it captured), not when the timer fires.
         let slot = Locked<(@Sendable () -> Void)?>(action)
-        let nanoseconds = max(0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
+        let nanoseconds = max(
+            0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
             let action = slot.withLock { action -> (@Sendable () -> Void)? in
                 defer { action = nil }
@@ -83,9 +84,13 @@ public final class VirtualScheduler: CommandScheduler {
         let target = state.withLock { $0.now } + duration
         while true {
             let next = state.withLock { state -> Entry? in
-                guard let index = state.entries.indices.min(by: {
-                    (state.entries[$0].deadline, state.entries[$0].order) < (state.entries[$1].deadline, state.entries[$1].order)
-                }), state.entries[index].deadline <= target else {
+                guard
+                    let index = state.entries.indices.min(by: {
+                        (state.entries[$0].deadline, state.entries[$0].order) < (
+                            state.entries[$1].deadline, state.entries[$1].order
+                        )
+                    }), state.entries[index].deadline <= target
+                else {
                     state.now = target
                     return nil
                 }

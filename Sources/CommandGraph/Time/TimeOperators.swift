@@ -9,7 +9,9 @@ extension Command {
     /// is then cancelled unless another consumer needs it); at once with
     /// `CommandError/Code/invalidArgument` if `interval` is not positive. *Cancels:* this command and
     /// the timer.
-    public func timeout(_ interval: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) -> Command<Output> {
+    public func timeout(_ interval: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) -> Command<
+        Output
+    > {
         .combinator("timeout(\(interval))", inputs: [self]) { [unowned(unsafe) self] link in
             guard interval > .zero else {
                 return link.emit(
@@ -20,15 +22,19 @@ extension Command {
             }
             let name = displayName
             link.schedule(on: scheduler, after: interval) {
-                    link.emit(
-                        .failed(
-                            CommandError(
-                                code: .timedOut, command: link.node,
-                                message: "'\(name)' did not finish within \(interval); it was cancelled.",
-                                dependency: name)))
-                }
+                link.emit(
+                    .failed(
+                        CommandError(
+                            code: .timedOut, command: link.node,
+                            message: "'\(name)' did not finish within \(interval); it was cancelled.",
+                            dependency: name)))
+            }
             link.subscribe(self) { event in
-                if case .value(let value) = event { link.emit(.value(value)) } else { link.forwardTerminal(event, from: self) }
+                if case .value(let value) = event {
+                    link.emit(.value(value))
+                } else {
+                    link.forwardTerminal(event, from: self)
+                }
             }
         }
     }
@@ -37,7 +43,9 @@ extension Command {
     ///
     /// *Emits:* each value `interval` after it arrived. *Completes / Fails:* `interval` after this
     /// command did. *Cancels:* this command and the pending events (dropped).
-    public func delay(_ interval: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) -> Command<Output> {
+    public func delay(_ interval: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) -> Command<
+        Output
+    > {
         unary("delay(\(interval))") { link, input in
             // Events waiting, oldest first: a timer fires for the oldest, since all wait the same time.
             let pending = Locked<[CommandEvent<Output>]>([])
@@ -45,7 +53,11 @@ extension Command {
                 pending.withLock { $0.append(event) }
                 link.schedule(on: scheduler, after: interval) {
                     let due = pending.withLock { $0.removeFirst() }
-                    if case .value(let value) = due { link.emit(.value(value)) } else { link.forwardTerminal(due, from: input) }
+                    if case .value(let value) = due {
+                        link.emit(.value(value))
+                    } else {
+                        link.forwardTerminal(due, from: input)
+                    }
                 }
             }
         }
@@ -57,7 +69,9 @@ extension Command {
     /// *Emits:* a value once `interval` passed without a newer one. *Completes:* when this command
     /// completes, after sending the value still waiting. *Fails:* when it fails (the waiting value is
     /// dropped). *Cancels:* this command and the timer.
-    public func throttle(_ interval: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) -> Command<Output> {
+    public func throttle(_ interval: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) -> Command<
+        Output
+    > {
         unary("throttle(\(interval))") { link, input in
             let waiting = Locked<(value: Output, generation: Int)?>(nil)
             return { event in
@@ -80,7 +94,9 @@ extension Command {
                     if let last = waiting.withLock({ waiting -> Output? in
                         defer { waiting = nil }
                         return waiting?.value
-                    }) { link.emit(.value(last)) }
+                    }) {
+                        link.emit(.value(last))
+                    }
                     link.forwardTerminal(event, from: input)
                 case .failed, .cancelled:
                     link.forwardTerminal(event, from: input)
@@ -104,7 +120,11 @@ extension Command {
                 }
             }
             link.subscribe(self) { event in
-                if case .value(let value) = event { link.emit(.value(value)) } else { link.forwardTerminal(event, from: self) }
+                if case .value(let value) = event {
+                    link.emit(.value(value))
+                } else {
+                    link.forwardTerminal(event, from: self)
+                }
             }
         }
     }
@@ -113,7 +133,8 @@ extension Command {
     ///
     /// *Emits:* 0, 1, 2... one every `period` after the node started. *Completes:* never (use
     /// `take(_:)`). *Cancels:* the timer.
-    public static func interval(_ period: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) -> Command<Int>
+    public static func interval(_ period: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared)
+        -> Command<Int>
     where Output == Int {
         combinator("interval(\(period))", inputs: []) { link in
             @Sendable func tick(_ count: Int) {

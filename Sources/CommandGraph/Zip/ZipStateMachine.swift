@@ -38,7 +38,8 @@ struct ZipStateMachine<Element: Sendable>: NaryStateMachine {
     private var state: State
 
     init(inputs: Int) {
-        state = .running(buffers: Array(repeating: Buffer(), count: inputs), completed: Array(repeating: false, count: inputs))
+        state = .running(
+            buffers: Array(repeating: Buffer(), count: inputs), completed: Array(repeating: false, count: inputs))
     }
 
     mutating func start() -> Action {

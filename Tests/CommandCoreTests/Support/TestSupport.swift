@@ -1,9 +1,9 @@
+import CommandTestSupport
 import Dispatch
 import Foundation
 import Synchronization
 
 @testable import CommandCore
-import CommandTestSupport
 
 /// Tests lock with the library's pthread-based lock, not `Synchronization.Mutex`: ThreadSanitizer
 /// cannot see the latter's futex on Linux and would report every access it guards as a race.

@@ -1,0 +1,142 @@
+import Foundation
+
+// The values the command state machine exchanges with the command that runs it: what a command is
+// to its neighbours in a graph, and the actions each event returns.
+
+/// A command seen by its dependencies and dependents, whatever its output type.
+protocol DependencyNode: AnyObject, Sendable {
+    /// Called once by each dependency this node registered with, when that dependency ends.
+    /// Returns the dependents of this node to notify in turn if this node ended because of it (so a
+    /// failure propagates down a million-deep chain with a loop, not with recursion).
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String) -> Propagation?
+    /// Registers `node` to be told when this one ends.
+    func addDependent(_ node: any DependencyNode) -> Registration
+    /// Executes this node (and its pending dependencies) if it is pending.
+    func executeGraph()
+    /// The current dependency edges.
+    var dependencySnapshot: [Operation] { get }
+    /// The walk step of `execute`: see ``CommandStateMachine/claim(walk:)``.
+    func claim(walk: UInt64) -> Claim
+    /// The walk left this node (all its dependencies were walked).
+    func leaveStack(walk: UInt64)
+    /// Second phase of the walk: registers with the dependencies and enqueues when ready.
+    func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode]
+    /// `name`, else the type.
+    var displayName: String { get }
+}
+
+/// What a node that just ended hands to the propagation loop.
+struct Propagation: Sendable {
+    let outcome: Outcome
+    let source: any DependencyNode
+    let dependents: [any DependencyNode]
+}
+
+/// The answer of a dependency to a dependent registering with it.
+enum Registration: Sendable {
+    /// Registered; `pending`: the dependency has not been executed yet, so the caller must execute it.
+    case registered(pending: Bool)
+    /// The dependency already ended.
+    case ended(Outcome)
+}
+
+/// The answer of a node to the execute walk.
+enum Claim: Sendable {
+    /// The node was pending and now belongs to this walk; these are its dependencies.
+    case claimed([Operation])
+    /// The node belongs to this walk and is on the walk's stack: the edge just followed closes a cycle.
+    case onStack
+    /// Already executed (by this walk or another), running or finished: do not descend.
+    case notPending
+}
+
+// MARK: - Actions (non-generic: generic nested types cost a metadata lookup per use in unspecialised code)
+
+enum AddDependencyAction: Sendable {
+    case none
+    /// Added while waiting: register with it (after a cycle check) and count it.
+    case registerLate
+    /// Too late: fail the command (it was handed to its queue already).
+    case failAfterStart
+    /// The command has ended; the edge is ignored.
+    case ignoredFinished
+    /// Already a dependency.
+    case duplicate
+    /// A misuse that fails the command now (a self-dependency once executed).
+    case failNow(CommandError)
+}
+
+enum ReadyAction: Sendable {
+    case none
+    /// Hand the command to its queue (`external`: with a trampoline, the command being already
+    /// held by a queue that started it).
+    case enqueue(external: Bool)
+    /// Ended because of a dependency.
+    case ended(Ending)
+}
+
+enum RunReturnAction: Sendable {
+    case keep
+    /// The command was cancelled while `run` ran: cancel what it returned.
+    case cancel
+    /// The command already ended otherwise: drop it.
+    case drop
+}
+
+/// Everything to do after a command ended, outside the lock.
+struct Ending: Sendable {
+    let outcome: Outcome
+    /// Was executing: post `isExecuting` as well.
+    let wasExecuting: Bool
+    /// Post `isFinished` now (false while a queue still has to start it).
+    let postFinished: Bool
+    /// Cancel this (the run's cancelable) when the ending is a cancel.
+    let cancelable: (any Cancelable)?
+    let dependents: [any DependencyNode]
+    let wakeups: [Wakeup]
+    /// A combinator's inputs, released (with a loop) once the ending was performed.
+    let inputs: [Operation]
+}
+
+/// Where a command is in its life (see ``CommandStateMachine``); not generic, so unspecialised code
+/// pays no metadata lookup for it.
+enum Lifecycle: Sendable {
+    case pending
+    /// Owned by the execute walk `walk`; `onStack` while its dependencies are being walked.
+    case claimed(walk: UInt64, onStack: Bool)
+    /// Registered with its dependencies; `remaining` of them (plus one hold while registering)
+    /// have not finished.
+    case waiting(remaining: Int)
+    /// Handed to its queue; `start()` not called yet.
+    case enqueued
+    case executing
+    /// Ended while its queue held it and had not started it: Foundation requires the queue to
+    /// start it, and `isFinished` turns true then.
+    case endedBeforeStart(Outcome)
+    case finished(Outcome)
+}
+
+/// One observer of a command: where its callbacks run, what it wants and how far it got.
+struct ObserverRecord<Output: Sendable>: Sendable {
+    enum Sink: Sendable {
+        case events(@Sendable (CommandEvent<Output>) -> Void)
+        case states(@Sendable (CommandState) -> Void)
+    }
+
+    let id: UInt64
+    let context: CallbackContext
+    let sink: Sink
+    /// Absolute index in the value log of the next value to deliver.
+    var cursor: Int
+    /// A drain is scheduled or running on `context`; at most one at a time, which is what keeps
+    /// deliveries ordered and never overlapping.
+    var scheduled = false
+    /// For state observers: `.executing` was delivered.
+    var sentExecuting = false
+}
+
+/// A drain to schedule: the observer and its context.
+struct Wakeup: Sendable {
+    let observer: UInt64
+    let context: CallbackContext
+}
