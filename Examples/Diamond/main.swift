@@ -3,7 +3,8 @@
 // The original AwesomeCommand README's graph: six commands 0...5, each on its own queue with a small
 // simulated latency; 3 runs after 1 and 2 completed, 0 after 3 and 4; the output combines 0 and 5 with
 // a reduce that adds their values. Prints the final value, when each command started and finished
-// (relative ms, on which queue), and where the final callback ran.
+// (relative ms, on which queue), and where the final callback ran; writes the graph as Graphviz DOT and
+// the run as a Chrome trace.
 import CommandGraph
 import Dispatch
 import Foundation
@@ -45,6 +46,13 @@ output.execute(on: .main) { event in
         say("\(ms())  output value \(value) (1 + 51), delivered on the main queue: \(CallbackContext.isMainQueue)")
     case .completed:
         say("\(ms())  output completed")
+        // The graph as Graphviz DOT and the run as a Chrome trace (load it in Perfetto).
+        let directory = FileManager.default.temporaryDirectory
+        let dot = directory.appendingPathComponent("diamond.dot")
+        let trace = directory.appendingPathComponent("diamond-trace.json")
+        try? GraphReport.dot(output).write(to: dot, atomically: true, encoding: .utf8)
+        try? GraphReport.chromeTrace(output).write(to: trace, atomically: true, encoding: .utf8)
+        say("graph: \(dot.path) (dot -Tpng), trace: \(trace.path) (Perfetto, chrome://tracing)")
         exit(0)
     case .failed(let error), .cancelled(let error as any Error):
         say("\(ms())  output ended: \(error)")

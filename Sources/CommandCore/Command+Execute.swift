@@ -116,6 +116,9 @@ extension Command {
     /// tests and tools).
     package var heldCommands: [Operation] { machine.withLock { $0.heldOperations } }
 
+    /// A combinator's inputs still held (released when it ends).
+    package var inputCommands: [Operation] { machine.withLock { $0.inputOperations } }
+
     /// Keeps `inputs` alive until this command ends (released with a loop, so a long chain of
     /// combinators is freed without recursion).
     package func retain(inputs: [Operation]) {
@@ -185,7 +188,12 @@ final class WeakBox<Value: AnyObject & Sendable>: Sendable {
 package protocol TrackableCommand: AnyObject {
     func onRelease(_ callback: @escaping @Sendable () -> Void)
     var heldCommands: [Operation] { get }
+    /// A combinator's inputs (not its dependencies).
+    var inputCommands: [Operation] { get }
+    var dependencies: [Operation] { get }
     var displayName: String { get }
+    var state: CommandState { get }
+    var timing: CommandTiming { get }
 }
 
 extension Command: TrackableCommand {}

@@ -87,6 +87,9 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// Where the command is in its life; see ``CommandState``.
     public var state: CommandState { machine.withLock { $0.state } }
 
+    /// When the command was executed, became ready, started and ended, and on which thread it ran.
+    public var timing: CommandTiming { machine.withLock { $0.timing } }
+
     /// What a second `execute` gets of the values sent before it: all (the default), the latest, or
     /// none. Set it before executing.
     public var replay: ReplayPolicy {

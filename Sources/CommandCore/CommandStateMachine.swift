@@ -25,6 +25,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     private(set) var lifecycle: Lifecycle = .pending
+    private(set) var timing = CommandTiming()
     var queue = QueueSettings()
     /// Internal consumers (combinators subscribed to this command); when the last one detaches and
     /// nobody executed the command directly, it is cancelled.
@@ -36,6 +37,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// `run` was called and has not returned: a combinator's run reads its inputs, so they are kept
     /// until it returns even if the command ends meanwhile (a cancel racing with the start).
     private var runInProgress = false
+    /// The inputs by weak reference, for pictures of the graph after the inputs were released.
+    private var inputLinks: [WeakOperation] = []
     /// Called when the command is released (leak checks in tests).
     var releaseCallbacks: [@Sendable () -> Void] = []
     var name: String?
@@ -190,8 +193,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     mutating func register(walk: UInt64, makeQueue: () -> OperationQueue) -> Registering {
         guard case .claimed(walk, _) = lifecycle else { return .none }
         if let misuse { return .fail(misuse) }
+        timing.executedAt = CommandTiming.now
         if dependencies.isEmpty {
             lifecycle = .enqueued
+            timing.readyAt = timing.executedAt
             return .enqueue(handOver(makeQueue: makeQueue), external: startedExternally)
         }
         lifecycle = .waiting(remaining: dependencies.count + 1)
@@ -228,6 +233,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
                 return .none
             }
             lifecycle = .enqueued
+            timing.readyAt = CommandTiming.now
             return .enqueue(external: startedExternally)
         case .failed(let error):
             return .ended(
@@ -253,6 +259,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         switch lifecycle {
         case .enqueued:
             lifecycle = .executing
+            timing.startedAt = CommandTiming.now
+            timing.thread = CommandTiming.currentThread
             didExecute = true
             runInProgress = true
             return .run(body: body, wakeups: wakeStateObservers())
@@ -296,6 +304,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     private mutating func end(_ outcome: Outcome) -> Ending {
+        timing.endedAt = CommandTiming.now
         let wasExecuting = isExecuting
         let postFinished: Bool
         switch lifecycle {
@@ -349,9 +358,15 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         return wakeups
     }
 
-    mutating func retain(inputs more: [Operation]) { inputs += more }
+    mutating func retain(inputs more: [Operation]) {
+        inputs += more
+        inputLinks += more.map(WeakOperation.init)
+    }
 
     var heldOperations: [Operation] { dependencies + inputs }
+
+    /// The inputs, also after they were released (while something else keeps them alive).
+    var inputOperations: [Operation] { inputLinks.compactMap(\.operation) }
 
     /// Empties the input list (when the command is released).
     mutating func takeInputs() -> [Operation] {

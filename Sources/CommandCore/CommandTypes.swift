@@ -140,3 +140,9 @@ struct Wakeup: Sendable {
     let observer: UInt64
     let context: CallbackContext
 }
+
+/// A weak reference to an operation (an edge kept for pictures, not for lifetime).
+final class WeakOperation: Sendable {
+    weak let operation: Operation?
+    init(_ operation: Operation) { self.operation = operation }
+}

@@ -1,0 +1,198 @@
+import CommandCore
+import Dispatch
+import Foundation
+
+/// Pictures and reports of a graph of commands: Graphviz DOT, Mermaid, a Chrome trace of a run, and a
+/// stall report. Each walks every command reachable from `roots` through dependencies and combinator
+/// inputs, reading each command's `state` and `timing`; call them at any time, from any thread (a
+/// graph still running is drawn as it is now).
+///
+/// - Complexity: O(commands + edges) reachable from the roots.
+public enum GraphReport {
+    /// One command and its edges, as read once.
+    struct Node {
+        let id: Int
+        let name: String
+        let state: CommandState
+        let timing: CommandTiming
+        let dependencies: [ObjectIdentifier]
+        let inputs: [ObjectIdentifier]
+    }
+
+    /// The commands reachable from `roots`, each once, dependencies before dependents where possible.
+    static func walk(_ roots: [Operation]) -> (nodes: [Node], index: [ObjectIdentifier: Int]) {
+        var order: [any TrackableCommand] = []
+        var index: [ObjectIdentifier: Int] = [:]
+        var stack = roots
+        while let operation = stack.popLast() {
+            guard let command = operation as? any TrackableCommand, index[ObjectIdentifier(operation)] == nil else {
+                continue
+            }
+            index[ObjectIdentifier(operation)] = order.count
+            order.append(command)
+            stack += command.dependencies
+            stack += command.inputCommands
+        }
+        let nodes = order.enumerated().map { offset, command in
+            Node(
+                id: offset, name: command.displayName, state: command.state, timing: command.timing,
+                dependencies: command.dependencies.map(ObjectIdentifier.init).filter { index[$0] != nil },
+                inputs: command.inputCommands.map(ObjectIdentifier.init).filter { index[$0] != nil })
+        }
+        return (nodes, index)
+    }
+
+    static func label(_ node: Node) -> String {
+        var label = "\(node.name)\n\(node.state.shortName)"
+        if let duration = node.timing.runDuration { label += ", \(format(duration))" }
+        return label
+    }
+
+    static func format(_ duration: Duration) -> String {
+        let microseconds = Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
+        return microseconds >= 1000
+            ? String(format: "%.1f ms", microseconds / 1000) : String(format: "%.0f us", microseconds)
+    }
+
+    /// The graph in Graphviz DOT: a box per command (name, state, run time, colour by state), a solid
+    /// edge from each dependency, a dashed one from each combinator input. Render with
+    /// `dot -Tpng graph.dot -o graph.png`.
+    public static func dot(_ roots: Operation...) -> String { dot(roots) }
+
+    /// The graph in Graphviz DOT; see ``dot(_:)-(Operation...)``.
+    public static func dot(_ roots: [Operation]) -> String {
+        let (nodes, index) = walk(roots)
+        var lines = [
+            "digraph Commands {", "    rankdir=LR;",
+            "    node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];",
+        ]
+        for node in nodes {
+            let text = label(node).replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(
+                of: "\"", with: "\\\""
+            )
+            .replacingOccurrences(of: "\n", with: "\\n")
+            lines.append("    n\(node.id) [label=\"\(text)\", fillcolor=\"\(node.state.colour)\"];")
+        }
+        for node in nodes {
+            for dependency in node.dependencies { lines.append("    n\(index[dependency]!) -> n\(node.id);") }
+            for input in node.inputs { lines.append("    n\(index[input]!) -> n\(node.id) [style=dashed];") }
+        }
+        lines.append("}")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The graph as a Mermaid flowchart (GitHub renders it in Markdown): `-->` from a dependency, `-.->`
+    /// from a combinator input.
+    public static func mermaid(_ roots: Operation...) -> String { mermaid(roots) }
+
+    /// The graph as a Mermaid flowchart; see ``mermaid(_:)-(Operation...)``.
+    public static func mermaid(_ roots: [Operation]) -> String {
+        let (nodes, index) = walk(roots)
+        var lines = ["flowchart LR"]
+        for node in nodes {
+            let text = label(node).replacingOccurrences(of: "\"", with: "'").replacingOccurrences(
+                of: "\n", with: "<br/>")
+            lines.append("    n\(node.id)[\"\(text)\"]")
+        }
+        for node in nodes {
+            for dependency in node.dependencies { lines.append("    n\(index[dependency]!) --> n\(node.id)") }
+            for input in node.inputs { lines.append("    n\(index[input]!) -.-> n\(node.id)") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A run as Chrome trace-event JSON (load it in Perfetto or chrome://tracing): per command, a
+    /// complete event ("X") from `run` to its end on the thread it ran on, and an instant event ("i")
+    /// when it became ready. Times are microseconds since the earliest recorded event.
+    public static func chromeTrace(_ roots: Operation...) -> String { chromeTrace(roots) }
+
+    /// A run as Chrome trace-event JSON; see ``chromeTrace(_:)-(Operation...)``.
+    public static func chromeTrace(_ roots: [Operation]) -> String {
+        let (nodes, _) = walk(roots)
+        let origin = nodes.compactMap { $0.timing.executedAt ?? $0.timing.readyAt }.min() ?? 0
+        func microseconds(_ time: UInt64) -> Double { Double(time &- origin) / 1000 }
+        var events: [[String: Any]] = []
+        var threads: [UInt64: Int] = [:]
+        for node in nodes {
+            if let ready = node.timing.readyAt {
+                events.append([
+                    "name": "\(node.name) ready", "ph": "i", "s": "g", "ts": microseconds(ready), "pid": 1, "tid": 0,
+                ])
+            }
+            guard let started = node.timing.startedAt else { continue }
+            let thread =
+                node.timing.thread.map { id in
+                    threads[id]
+                        ?? {
+                            threads[id] = threads.count + 1; return threads.count
+                        }()
+                } ?? 0
+            let ended = node.timing.endedAt ?? started
+            events.append([
+                "name": node.name, "cat": node.state.shortName, "ph": "X", "ts": microseconds(started),
+                "dur": Double(ended &- started) / 1000, "pid": 1, "tid": thread,
+                "args": ["state": "\(node.state)"],
+            ])
+        }
+        let document: [String: Any] = ["traceEvents": events, "displayTimeUnit": "ms"]
+        guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]) else {
+            return "{}"
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// What a graph that has not finished is waiting for: each command not ended, its state, how long
+    /// it has been waiting, and which of its dependencies (or inputs) have not ended. Empty when every
+    /// command ended.
+    public static func stalls(_ roots: Operation...) -> String { stalls(roots) }
+
+    /// What a graph that has not finished is waiting for; see ``stalls(_:)-(Operation...)``.
+    public static func stalls(_ roots: [Operation]) -> String {
+        let (nodes, index) = walk(roots)
+        let now = DispatchTime.now().uptimeNanoseconds
+        var lines: [String] = []
+        for node in nodes where !node.state.isTerminal {
+            let since = node.timing.startedAt ?? node.timing.readyAt ?? node.timing.executedAt
+            let waited = since.map { " for \(format(.nanoseconds(Int64(now &- $0))))" } ?? ""
+            let blockers = (node.dependencies + node.inputs).map { nodes[index[$0]!] }.filter { !$0.state.isTerminal }
+            let what: String
+            switch node.state {
+            case .executing: what = "running\(waited)"
+            default:
+                if node.timing.executedAt == nil {
+                    what = "never executed"
+                } else if blockers.isEmpty {
+                    what = "ready, waiting for its queue\(waited)"
+                } else {
+                    what =
+                        "waiting\(waited) on "
+                        + blockers.map { "'\($0.name)' (\($0.state.shortName))" }.joined(separator: ", ")
+                }
+            }
+            lines.append("'\(node.name)': \(what)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension CommandState {
+    var shortName: String {
+        switch self {
+        case .pending: return "pending"
+        case .executing: return "executing"
+        case .completed: return "completed"
+        case .failed: return "failed"
+        case .cancelled: return "cancelled"
+        }
+    }
+
+    var colour: String {
+        switch self {
+        case .pending: return "#eeeeee"
+        case .executing: return "#fdf0d5"
+        case .completed: return "#dff0d8"
+        case .failed: return "#f2dede"
+        case .cancelled: return "#e8e0f0"
+        }
+    }
+}
