@@ -4,6 +4,9 @@ import Synchronization
 /// Identifies one execute walk; a node claimed by a walk belongs to it until registered.
 private let walkCounter = Atomic<UInt64>(1)
 
+/// Numbers commands in creation order.
+let nextCreationOrder = Atomic<UInt64>(0)
+
 /// Tells dependents that a command ended, and their dependents if they ended because of it, with a
 /// loop: a failure at the root of a million-deep chain must not recurse a million times.
 func propagate(_ first: Propagation) {
@@ -166,10 +169,34 @@ extension Command: DependencyNode {
 
     // MARK: - Edges
 
+    /// The cycle `self.addDependency(operation)` would close.
+    ///
+    /// `addDependency` checks an edge to a command created *after* this one (a depth-first search of
+    /// its dependencies); an edge to an older command, the usual way of building a graph (dependencies
+    /// first), costs O(1) and is not searched: a cycle it closes is found when the graph is executed
+    /// (the execute walk names it just as well). `depend(on:)` always searches.
+    ///
+    /// - Complexity: O(1) for an edge to an older command; otherwise O(commands + edges) reachable
+    ///   from `operation`.
+    func cycleError(adding operation: Operation, always: Bool = false) -> CommandError? {
+        guard let node = operation as? any DependencyNode, node !== self else { return nil }
+        guard always || node.creationOrder > creationOrder, let path = cyclePath(adding: operation) else { return nil }
+        return CommandError.cycle(displayName, path: path)
+    }
+
     func addEdge(_ operation: Operation) {
+        // A command already executed and waiting gets no later walk: always search its new edges.
+        let waiting = machine.withLock { $0.isWaitingForDependencies }
+        if let error = cycleError(adding: operation, always: waiting) {
+            // The edge is refused; the command fails with the cycle named, now if it is waiting, or
+            // when it is executed.
+            if let ending = machine.withLock({ $0.refuse(error) }) { perform(ending) }
+            return
+        }
         let isSelf = operation === self
-        let typeName = String(describing: Self.self)
-        let action = machine.withLock { $0.addDependency(operation, isSelf: isSelf, typeName: typeName) }
+        let action = machine.withLock {
+            $0.addDependency(operation, isSelf: isSelf, typeName: String(describing: Self.self))
+        }
         switch action {
         case .none, .duplicate:
             return
@@ -181,11 +208,6 @@ extension Command: DependencyNode {
             let error = CommandError.dependencyAddedAfterStart(displayName, dependency: describe(operation))
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
         case .registerLate:
-            if let path = cyclePath(adding: operation) {
-                let error = CommandError.cycle(displayName, path: path)
-                if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
-                return
-            }
             if let node = operation as? any DependencyNode {
                 switch node.addDependent(self) {
                 case .registered(let pending):
@@ -197,6 +219,18 @@ extension Command: DependencyNode {
                 watch(operation)
             }
         }
+    }
+
+    /// `addDependency` that throws instead of recording: a self-dependency, an edge closing a cycle
+    /// (the error names it in order: `fetch -> parse -> fetch`) or an edge added after the command
+    /// was handed to its queue is refused with a ``CommandError``, and the command is left as it was.
+    public func depend(on operation: Operation) throws {
+        if operation === self { throw CommandError.selfDependency(displayName) }
+        if let error = cycleError(adding: operation, always: true) { throw error }
+        guard machine.withLock({ $0.acceptsDependencies }) else {
+            throw CommandError.dependencyAddedAfterStart(displayName, dependency: describe(operation))
+        }
+        addEdge(operation)
     }
 
     func removeEdge(_ operation: Operation) {

@@ -58,6 +58,9 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     let machine: Locked<CommandStateMachine<Output>>
 
     /// Creates a command whose work is the subclass's ``run(_:)``.
+    /// The order of creation, for the O(1) cycle check of an edge added in creation order.
+    let creationOrder = nextCreationOrder.wrappingAdd(1, ordering: .relaxed).oldValue
+
     public override init() {
         machine = .make(CommandStateMachine())
         super.init()

@@ -130,6 +130,33 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
+    var isWaitingForDependencies: Bool {
+        if case .waiting = lifecycle { return true }
+        return false
+    }
+
+    /// Whether a dependency added now is still waited for (before the command is handed to its queue).
+    var acceptsDependencies: Bool {
+        switch lifecycle {
+        case .pending, .claimed, .waiting: return true
+        default: return false
+        }
+    }
+
+    /// An edge was refused (it would close a cycle): a pending command fails with `error` when it is
+    /// executed; a waiting one fails now.
+    mutating func refuse(_ error: CommandError) -> Ending? {
+        switch lifecycle {
+        case .pending, .claimed:
+            if misuse == nil { misuse = error }
+            return nil
+        case .waiting:
+            return end(.failed(error))
+        default:
+            return nil
+        }
+    }
+
     /// Removes an edge; only before execute. Returns false when refused.
     mutating func removeDependency(_ operation: Operation) -> Bool {
         switch lifecycle {

@@ -23,6 +23,8 @@ protocol DependencyNode: AnyObject, Sendable {
     func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode]
     /// `name`, else the type.
     var displayName: String { get }
+    /// The order the command was created in.
+    var creationOrder: UInt64 { get }
 }
 
 /// What a node that just ended hands to the propagation loop.

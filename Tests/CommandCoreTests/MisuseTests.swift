@@ -36,29 +36,67 @@ import Testing
         return command
     }
 
-    @Test func cycle_failsEveryCommandOfIt_namingTheCycleInOrder() async {
+    @Test func cycle_closedByAnEdgeToANewerCommand_isRefusedWhenAdded_andNamedInOrder() async {
+        let log = Log()
+        let parse = named("parse", log)
+        let fetch = named("fetch", log)
+        let save = named("save", log)
+        fetch.addDependency(parse)  // to an older command: O(1), no search
+        parse.addDependency(fetch)  // to a newer one: searched; closes parse -> fetch -> parse: refused
+        save.addDependency(fetch)
+        #expect(parse.dependencies.isEmpty)
+        let recorder = Recorder<Int>()
+        parse.execute(on: .immediate, recorder.handler)
+        #expect(await recorder.waitForTerminal())
+        let error = recorder.terminal?.error as? CommandError
+        #expect(error?.code == .dependencyCycle)
+        #expect(error?.cycle == ["parse", "fetch", "parse"])
+        #expect(error?.message.contains("parse -> fetch -> parse") == true)
+        // Its dependents do not run: the usual rule.
+        let saved = Recorder<Int>()
+        save.execute(on: .immediate, saved.handler)
+        #expect(await saved.waitForTerminal())
+        #expect(saved.terminal?.commandError?.code == .dependencyCancelled)
+        #expect(log.all.isEmpty)
+    }
+
+    @Test func cycle_closedByAnEdgeToAnOlderCommand_isFoundWhenExecuted_andNamedInOrder() async {
         let log = Log()
         let fetch = named("fetch", log)
         let parse = named("parse", log)
-        let save = named("save", log)
-        fetch.addDependency(parse)
-        parse.addDependency(fetch)
-        save.addDependency(fetch)
+        fetch.addDependency(parse)  // to a newer command: searched, no cycle yet
+        parse.addDependency(fetch)  // to an older one: not searched; the execute walk finds the cycle
         let recorder = Recorder<Int>()
         fetch.execute(on: .immediate, recorder.handler)
         #expect(await recorder.waitForTerminal())
         let error = recorder.terminal?.error as? CommandError
         #expect(error?.code == .dependencyCycle)
         #expect(error?.cycle == ["fetch", "parse", "fetch"])
-        #expect(error?.message.contains("fetch -> parse -> fetch") == true)
         guard case .failed(let parseError as CommandError) = parse.state else { Issue.record("\(parse.state)"); return }
         #expect(parseError.code == .dependencyCycle)
-        // A dependent of the cycle is cancelled through the usual rule, not left waiting.
-        let saved = Recorder<Int>()
-        save.execute(on: .immediate, saved.handler)
-        #expect(await saved.waitForTerminal())
-        #expect(saved.terminal?.commandError?.code == .dependencyFailed)
         #expect(log.all.isEmpty)
+    }
+
+    @Test func dependOn_throwsTheNamedCycle_andLeavesTheGraphAsItWas() throws {
+        let commands = (0..<5).map { named("c\($0)") }
+        for index in 1..<5 { try commands[index].depend(on: commands[index - 1]) }
+        do {
+            try commands[0].depend(on: commands[4])
+            Issue.record("no error")
+        } catch let error as CommandError {
+            #expect(error.code == .dependencyCycle)
+            #expect(error.cycle == ["c0", "c4", "c3", "c2", "c1", "c0"])
+        }
+        #expect(commands[0].dependencies.isEmpty)
+        #expect(throws: CommandError.self) { try commands[2].depend(on: commands[2]) }
+    }
+
+    @Test func cycleCheck_staysLinear_whenEdgesPointToOlderCommands() {
+        // 20,000 edges added in creation order: each check is O(1) (no search), so this is quick; a
+        // full search per edge would be 200 million steps.
+        let commands = (0..<20_000).map { _ in Command<Int> { _ in nil } }
+        for index in 1..<commands.count { commands[index].addDependency(commands[index - 1]) }
+        #expect(commands.last?.dependencies.count == 1)
     }
 
     @Test func selfDependency_failsWhenExecuted() async {
