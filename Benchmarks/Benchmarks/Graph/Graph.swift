@@ -66,12 +66,15 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
-    Benchmark("build: 100,000 edges to older commands (cycle check O(1))", configuration: .init(maxIterations: 5)) { _ in
+    Benchmark("build: 100,000 edges to older commands (cycle check O(1))", configuration: .init(maxIterations: 5)) {
+        _ in
         let nodes = (0..<100_000).map { _ in command() }
         for index in 1..<nodes.count { nodes[index].addDependency(nodes[index - 1]) }
         blackHole(nodes)
     }
-    Benchmark("build: 1,000 edges to newer commands along a 1,000 chain (searched)", configuration: .init(maxIterations: 5)) { _ in
+    Benchmark(
+        "build: 1,000 edges to newer commands along a 1,000 chain (searched)", configuration: .init(maxIterations: 5)
+    ) { _ in
         let nodes = (0..<1_000).map { _ in command() }
         for index in 1..<nodes.count { nodes[index - 1].addDependency(nodes[index]) }
         blackHole(nodes)
