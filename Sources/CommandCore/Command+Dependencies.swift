@@ -38,11 +38,18 @@ extension Command: DependencyNode {
     func addDependent(_ node: any DependencyNode) -> Registration { machine.withLock { $0.addDependent(node) } }
 
     func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String) -> Propagation? {
+        dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: false)
+    }
+
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, isHold: Bool)
+        -> Propagation?
+    {
         // The dependency's name is computed outside this command's lock (it takes the dependency's),
         // and only when it is needed.
         let dependency = outcome.isSuccess ? "" : dependencyName()
         let action = machine.withLock {
-            $0.dependencyFinished(outcome, dependencyName: dependency, typeName: String(describing: Self.self))
+            $0.dependencyFinished(
+                outcome, dependencyName: dependency, typeName: String(describing: Self.self), isHold: isHold)
         }
         switch action {
         case .none:
@@ -140,7 +147,7 @@ extension Command: DependencyNode {
             }
         }
         // Release the registration hold: enqueues the command if every dependency had finished.
-        if let next = dependencyDidFinish(.completed, dependencyName: "") { propagate(next) }
+        if let next = dependencyDidFinish(.completed, dependencyName: "", isHold: true) { propagate(next) }
         return late
     }
 

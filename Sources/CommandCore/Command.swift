@@ -93,6 +93,13 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// When the command was executed, became ready, started and ended, and on which thread it ran.
     public var timing: CommandTiming { machine.withLock { $0.timing } }
 
+    /// What a failed or cancelled dependency does to this command; see ``DependencyPolicy``. Set it
+    /// before executing.
+    public var dependencyPolicy: DependencyPolicy {
+        get { machine.withLock { $0.dependencyPolicy } }
+        set { machine.withLock { $0.dependencyPolicy = newValue } }
+    }
+
     /// What a second `execute` gets of the values sent before it: all (the default), the latest, or
     /// none. Set it before executing.
     public var replay: ReplayPolicy {

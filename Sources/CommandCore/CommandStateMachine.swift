@@ -26,6 +26,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     private(set) var lifecycle: Lifecycle = .pending
     private(set) var timing = CommandTiming()
+    /// What a failed or cancelled dependency does to this command.
+    var dependencyPolicy = DependencyPolicy.cancelIfAnyFails
+    /// With `runOnFirstSuccess`: the last failure seen, reported if no dependency succeeds.
+    private var lastDependencyFailure: CommandError?
     var queue = QueueSettings()
     /// Internal consumers (combinators subscribed to this command); when the last one detaches and
     /// nobody executed the command directly, it is cancelled.
@@ -244,30 +248,55 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// A dependency (or the registration hold, with `.completed`) finished.
     mutating func dependencyFinished(
-        _ dependencyOutcome: Outcome, dependencyName: String, typeName: @autoclosure () -> String
+        _ dependencyOutcome: Outcome, dependencyName: String, typeName: @autoclosure () -> String,
+        isHold: Bool = false
     ) -> ReadyAction {
         guard case .waiting(let remaining) = lifecycle else {
             switch lifecycle {
             case .endedBeforeStart, .finished: return .none
+            // With runOnFirstSuccess the command may run before its other dependencies finished.
+            case .enqueued where dependencyPolicy == .runOnFirstSuccess,
+                .executing where dependencyPolicy == .runOnFirstSuccess:
+                return .none
             default:
                 preconditionFailure("CommandStateMachine: dependency finished in state \(lifecycle)")
             }
         }
+        let failure: CommandError?
         switch dependencyOutcome {
-        case .completed:
-            if remaining > 1 {
-                lifecycle = .waiting(remaining: remaining - 1)
-                return .none
-            }
-            lifecycle = .enqueued
-            timing.readyAt = CommandTiming.now
-            return .enqueue(external: startedExternally)
+        case .completed: failure = nil
         case .failed(let error):
-            return .ended(
-                end(.cancelled(.dependencyFailed(name ?? typeName(), dependency: dependencyName, error: error))))
+            failure = .dependencyFailed(name ?? typeName(), dependency: dependencyName, error: error)
         case .cancelled:
-            return .ended(end(.cancelled(.dependencyCancelled(name ?? typeName(), dependency: dependencyName))))
+            failure = .dependencyCancelled(name ?? typeName(), dependency: dependencyName)
         }
+        switch dependencyPolicy {
+        case .cancelIfAnyFails:
+            if let failure { return .ended(end(.cancelled(failure))) }
+        case .runRegardless:
+            break
+        case .runOnFirstSuccess:
+            if let failure {
+                lastDependencyFailure = failure
+            } else if !isHold {
+                return ready()
+            }
+            if remaining == 1, dependencies.count > 0, let last = lastDependencyFailure {
+                // Every dependency ended without success.
+                return .ended(end(.cancelled(last)))
+            }
+        }
+        if remaining > 1 {
+            lifecycle = .waiting(remaining: remaining - 1)
+            return .none
+        }
+        return ready()
+    }
+
+    private mutating func ready() -> ReadyAction {
+        lifecycle = .enqueued
+        timing.readyAt = CommandTiming.now
+        return .enqueue(external: startedExternally)
     }
 
     // MARK: - Running

@@ -1,0 +1,212 @@
+import CommandCore
+import Foundation
+
+/// An explicit graph of commands for `addDependency`-style workflows, run, observed, cancelled and
+/// awaited as a unit. (Named `Graph` because the module is `CommandGraph`.)
+///
+/// ```swift
+/// let graph = Graph()
+/// try graph.add(fetch)
+/// try graph.add(parse, dependsOn: [fetch])         // a cycle or a late edge throws, naming it
+/// try graph.add(save, dependsOn: [parse], weight: 5)
+/// try graph.run { event in print(event.name, event.state) }
+/// let outcome = await graph.finished                // or graph.whenFinished { outcome in ... }
+/// ```
+///
+/// Nodes keep the `dependencies` they were given (a graph also works with edges made by
+/// `addDependency` directly). `run` executes the commands no other command of the graph depends on
+/// (or the `targets` given), which executes the rest. Per-node events (each node's state changes)
+/// arrive on the captured context (see `CallbackContext`), in order per node. `cancel()` cancels
+/// every command of the graph. ``progress`` counts ended commands, weighted.
+public final class Graph: Sendable {
+    /// One node's state change.
+    public struct Event: Sendable {
+        /// The command's name.
+        public let name: String
+        /// The command itself.
+        public let command: Operation
+        /// Its new state.
+        public let state: CommandState
+    }
+
+    /// How the graph ended.
+    public struct Outcome: Sendable {
+        /// The names of the commands that completed, failed and were cancelled.
+        public let completed: [String]
+        public let failed: [String]
+        public let cancelled: [String]
+        /// True when every command completed.
+        public var succeeded: Bool { failed.isEmpty && cancelled.isEmpty }
+    }
+
+    private struct Node {
+        let command: Operation
+        let name: String
+        let weight: Int64
+        let observe: @Sendable (CallbackContext?, @escaping @Sendable (CommandState) -> Void) -> Void
+        let execute: @Sendable () -> Void
+        var state: CommandState = .pending
+    }
+
+    private struct State {
+        var nodes: [Node] = []
+        var index: [ObjectIdentifier: Int] = [:]
+        var started = false
+        var ended = 0
+        /// How many commands the run involves (all, or those the targets need).
+        var expected = 0
+        var waiters: [CheckedContinuation<Outcome, Never>] = []
+        var callbacks: [@Sendable (Outcome) -> Void] = []
+    }
+
+    // Guards the node table, the run flag and the waiters.
+    private let state = Locked(State())
+
+    /// Ended commands, weighted (each node's `weight`, default 1), as a `Foundation.Progress`.
+    public let progress = Progress(totalUnitCount: 0)
+
+    public init() {}
+
+    /// Adds `command`, depending on `dependencies` (commands of the graph or not). Throws a
+    /// `CommandError` for a self-dependency, an edge closing a cycle (named in order), an edge to a
+    /// command already handed to its queue, or adding to a graph already run.
+    @discardableResult
+    public func add<Output>(
+        _ command: Command<Output>, dependsOn dependencies: [Operation] = [], weight: Int64 = 1
+    ) throws -> Command<Output> {
+        let name = command.displayName
+        try state.withLock { state in
+            if state.started { throw Self.alreadyRun(name) }
+        }
+        for dependency in dependencies { try command.depend(on: dependency) }
+        let node = Node(
+            command: command, name: name, weight: weight,
+            observe: { context, handler in command.observeState(on: context, handler) },
+            execute: { command.start() })
+        state.withLock { state in
+            guard state.index[ObjectIdentifier(command)] == nil else { return }
+            state.index[ObjectIdentifier(command)] = state.nodes.count
+            state.nodes.append(node)
+        }
+        progress.totalUnitCount += weight
+        return command
+    }
+
+    /// The commands of the graph, in the order they were added.
+    public var commands: [Operation] { state.withLock { $0.nodes.map(\.command) } }
+
+    /// Runs the graph: executes `targets` (default: every command no other command of the graph
+    /// depends on), which executes their dependencies. `onEvent` gets each node's state changes on
+    /// `context` (default: the caller's). Throws if the graph was already run.
+    public func run(
+        targets: [Operation]? = nil, on context: CallbackContext? = nil,
+        _ onEvent: (@Sendable (Event) -> Void)? = nil
+    ) throws {
+        let context = context ?? .current
+        let nodes = state.withLock { $0.nodes }
+        let dependedOn = Set(nodes.flatMap { $0.command.dependencies.map(ObjectIdentifier.init) })
+        let roots = targets.map { Set($0.map(ObjectIdentifier.init)) }
+        // The commands this run involves: the roots and everything they depend on.
+        var involved = Set<ObjectIdentifier>()
+        var stack = nodes.map(\.command).filter {
+            roots?.contains(ObjectIdentifier($0)) ?? !dependedOn.contains(ObjectIdentifier($0))
+        }
+        while let command = stack.popLast() {
+            if involved.insert(ObjectIdentifier(command)).inserted { stack += command.dependencies }
+        }
+        try state.withLock { state in
+            if state.started { throw Self.alreadyRun("graph") }
+            state.started = true
+            state.expected = state.nodes.filter { involved.contains(ObjectIdentifier($0.command)) }.count
+        }
+        for (offset, node) in nodes.enumerated() where involved.contains(ObjectIdentifier(node.command)) {
+            node.observe(context) { [self] newState in
+                onEvent?(Event(name: node.name, command: node.command, state: newState))
+                if newState.isTerminal { ended(offset, newState) }
+            }
+        }
+        for node in nodes {
+            let id = ObjectIdentifier(node.command)
+            if roots?.contains(id) ?? !dependedOn.contains(id) { node.execute() }
+        }
+        if nodes.isEmpty { finishIfDone() }
+    }
+
+    /// Cancels every command of the graph.
+    public func cancel() {
+        for command in commands { command.cancel() }
+    }
+
+    /// Waits, without blocking a thread, until every command of the graph ended.
+    public var finished: Outcome {
+        get async {
+            await withCheckedContinuation { continuation in
+                let outcome = state.withLock { state -> Outcome? in
+                    if state.started && state.ended == state.expected { return Self.outcome(state.nodes) }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let outcome { continuation.resume(returning: outcome) }
+            }
+        }
+    }
+
+    /// Calls `completion` (on the thread that ended the last command) once every command ended.
+    public func whenFinished(_ completion: @escaping @Sendable (Outcome) -> Void) {
+        let outcome = state.withLock { state -> Outcome? in
+            if state.started && state.ended == state.expected { return Self.outcome(state.nodes) }
+            state.callbacks.append(completion)
+            return nil
+        }
+        if let outcome { completion(outcome) }
+    }
+
+    /// The commands still waiting and what for; see `GraphReport.stalls(_:)`.
+    public var stallReport: String { GraphReport.stalls(commands) }
+
+    private func ended(_ offset: Int, _ newState: CommandState) {
+        let weight = state.withLock { state -> Int64 in
+            guard !state.nodes[offset].state.isTerminal else { return 0 }
+            state.nodes[offset].state = newState
+            state.ended += 1
+            return state.nodes[offset].weight
+        }
+        progress.completedUnitCount += weight
+        finishIfDone()
+    }
+
+    private func finishIfDone() {
+        let (outcome, waiters, callbacks) = state.withLock { state in
+            guard state.started, state.ended == state.expected, !state.waiters.isEmpty || !state.callbacks.isEmpty
+            else { return (nil as Outcome?, [CheckedContinuation<Outcome, Never>](), [@Sendable (Outcome) -> Void]()) }
+            defer {
+                state.waiters = []
+                state.callbacks = []
+            }
+            return (Self.outcome(state.nodes), state.waiters, state.callbacks)
+        }
+        guard let outcome else { return }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+        for callback in callbacks { callback(outcome) }
+    }
+
+    private static func outcome(_ nodes: [Node]) -> Outcome {
+        var completed: [String] = [], failed: [String] = [], cancelled: [String] = []
+        for node in nodes {
+            switch node.state {
+            case .completed: completed.append(node.name)
+            case .failed: failed.append(node.name)
+            case .cancelled: cancelled.append(node.name)
+            case .pending, .executing: break  // not involved in this run
+            }
+        }
+        return Outcome(completed: completed, failed: failed, cancelled: cancelled)
+    }
+
+    private static func alreadyRun(_ name: String) -> CommandError {
+        CommandError(
+            code: .alreadyFinished, command: name,
+            message:
+                "This graph was already run; a graph runs once. Build a new Graph with fresh commands to run again.")
+    }
+}

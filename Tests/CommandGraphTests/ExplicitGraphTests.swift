@@ -1,0 +1,170 @@
+import CommandGraph
+import CommandTestSupport
+import Dispatch
+import Foundation
+import Testing
+
+private struct Boom: Error {}
+
+/// A command that logs its run and succeeds or fails, from another thread.
+private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) -> Command<Int> {
+    let command = Command<Int> { result in
+        log.withLock { $0.append(name) }
+        DispatchQueue.global().async {
+            if fails { result.fail(Boom()) } else { result.succeed(1) }
+        }
+        return nil
+    }
+    command.name = name
+    return command
+}
+
+@Suite struct ExplicitGraphTests {
+    @Test func graph_runsAsAUnit_reportsEventsOutcomeAndProgress() async throws {
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let fetch = try graph.add(node("fetch", log: log))
+        let parse = try graph.add(node("parse", log: log), dependsOn: [fetch])
+        try graph.add(node("save", log: log), dependsOn: [parse], weight: 8)
+        let events = Locked<[String]>([])
+        try graph.run(on: .immediate) { event in events.withLock { $0.append("\(event.name) \(event.state)") } }
+        let outcome = await graph.finished
+        #expect(outcome.succeeded && outcome.completed.count == 3)
+        #expect(log.withLock { $0 } == ["fetch", "parse", "save"])
+        #expect(events.withLock { $0 }.filter { $0.hasSuffix("completed") }.count == 3)
+        #expect(graph.progress.completedUnitCount == 10 && graph.progress.totalUnitCount == 10)
+        #expect(throws: CommandError.self) { try graph.run() }
+        #expect(throws: CommandError.self) { try graph.add(Command<Int>()) }
+    }
+
+    @Test func graph_refusesACycle_namingIt() throws {
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let a = try graph.add(node("a", log: log))
+        let b = try graph.add(node("b", log: log), dependsOn: [a])
+        let c = try graph.add(node("c", log: log), dependsOn: [b])
+        do {
+            try graph.add(a, dependsOn: [c])
+            Issue.record("no error")
+        } catch let error as CommandError {
+            #expect(error.code == .dependencyCycle)
+            #expect(error.cycle == ["a", "c", "b", "a"])
+        }
+        #expect(a.dependencies.isEmpty)
+    }
+
+    @Test func graph_runsOnlyWhatTheTargetsNeed_andCancelsAsAUnit() async throws {
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let a = try graph.add(node("a", log: log))
+        let b = try graph.add(node("b", log: log), dependsOn: [a])
+        try graph.add(node("other", log: log))
+        try graph.run(targets: [b], on: .immediate)
+        let outcome = await graph.finished
+        #expect(outcome.completed.sorted() == ["a", "b"])
+        #expect(!log.withLock { $0 }.contains("other"))
+
+        let never = Command<Int> { result in BlockCancelable { _ = result } }
+        never.name = "never"
+        let second = Graph()
+        try second.add(never)
+        try second.add(node("after", log: log), dependsOn: [never])
+        try second.run(on: .immediate)
+        second.cancel()
+        let cancelled = await second.finished
+        #expect(cancelled.cancelled.sorted() == ["after", "never"])
+    }
+
+    @Test func policies_runRegardless_andRunOnFirstSuccess() async throws {
+        let log = Locked<[String]>([])
+        let failing = node("failing", log: log, fails: true)
+        let cleanup = node("cleanup", log: log)
+        cleanup.dependencyPolicy = .runRegardless
+        cleanup.addDependency(failing)
+        guard case .completed = await stateAtEnd(cleanup) else { Issue.record("cleanup did not run"); return }
+
+        let mirror = node("mirror", log: log, fails: true)
+        let primary = node("primary", log: log)
+        let first = node("first", log: log)
+        first.dependencyPolicy = .runOnFirstSuccess
+        first.addDependency(mirror)
+        first.addDependency(primary)
+        guard case .completed = await stateAtEnd(first) else { Issue.record("first did not run"); return }
+
+        let none = node("none", log: log)
+        none.dependencyPolicy = .runOnFirstSuccess
+        none.addDependency(node("down 1", log: log, fails: true))
+        none.addDependency(node("down 2", log: log, fails: true))
+        guard case .cancelled(let error) = await stateAtEnd(none) else { Issue.record("none ran"); return }
+        #expect(error.code == .dependencyFailed)
+        #expect(!log.withLock { $0 }.contains("none"))
+    }
+
+    /// Seeded random DAGs: every command runs at most once and only after all its dependencies
+    /// completed; nothing runs after a failed dependency; the graph finishes; everything is released.
+    @Test(.tags(.stress)) func randomDAGs_keepEveryRule() async throws {
+        let count = StressScale.pick(short: 200, long: 5_000)
+        for _ in 0..<count {
+            let seed = UInt64.random(in: 0...UInt64.max)
+            var random = SeededRandom(seed: seed)
+            let size = Int.random(in: 1...60, using: &random)
+            let log = Locked<[String]>([])
+            let tracker = LeakTracker()
+            var edges: [Int: [Int]] = [:]
+            var failing = Set<Int>()
+            do {
+                let graph = Graph()
+                var commands: [Command<Int>] = []
+                for index in 0..<size {
+                    let fails = Int.random(in: 0..<10, using: &random) == 0
+                    if fails { failing.insert(index) }
+                    let parents =
+                        index == 0
+                        ? []
+                        : (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                            Int.random(in: 0..<index, using: &random)
+                        }
+                    edges[index] = Array(Set(parents))
+                    commands.append(
+                        try graph.add(
+                            node("\(index)", log: log, fails: fails), dependsOn: edges[index]!.map { commands[$0] }))
+                }
+                for command in commands { tracker.track(command) }
+                try graph.run(on: .immediate)
+                _ = await graph.finished
+            }
+            let ran = log.withLock { $0 }.compactMap(Int.init)
+            #expect(Set(ran).count == ran.count, "seed \(seed): a command ran twice")
+            let position = Dictionary(uniqueKeysWithValues: ran.enumerated().map { ($1, $0) })
+            // A command must not run if any dependency (transitively) failed.
+            var blocked = Set<Int>()
+            for index in 0..<size where edges[index]!.contains(where: { failing.contains($0) || blocked.contains($0) })
+            {
+                blocked.insert(index)
+            }
+            for index in ran {
+                #expect(!blocked.contains(index), "seed \(seed): \(index) ran after a failed dependency")
+                for parent in edges[index]! {
+                    #expect((position[parent] ?? .max) < position[index]!, "seed \(seed): \(index) before \(parent)")
+                }
+            }
+            #expect(Set(ran) == Set(0..<size).subtracting(blocked), "seed \(seed): a runnable command did not run")
+            #expect(await tracker.waitForRelease(seconds: 30) == [], "seed \(seed)")
+        }
+    }
+}
+
+private func stateAtEnd<Output>(_ command: Command<Output>) async -> CommandState {
+    await withCheckedContinuation { continuation in
+        let once = Locked(false)
+        command.observeState(on: .immediate) { state in
+            guard state.isTerminal,
+                once.withLock({ done in
+                    defer { done = true }; return !done
+                })
+            else { return }
+            continuation.resume(returning: state)
+        }
+        command.start()
+    }
+}
