@@ -93,6 +93,28 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// When the command was executed, became ready, started and ended, and on which thread it ran.
     public var timing: CommandTiming { machine.withLock { $0.timing } }
 
+    /// The command's `Foundation.Progress`, made on first use. `run` reports through
+    /// ``CommandResult/reportProgress(completed:of:)``; it is completed when the command ends,
+    /// whatever the outcome. A ``Graph`` adds it as a weighted child of its own progress.
+    ///
+    /// - Important: on Linux, Foundation's `Progress` is not thread-safe (it has no lock): change it
+    ///   only through `reportProgress`, and read it through ``fractionCompleted``, which lock.
+    public var progress: Progress {
+        machine.withLock { machine in
+            if let progress = machine.progress { return progress }
+            let progress = Progress(totalUnitCount: 1)
+            if machine.outcome != nil { progress.completedUnitCount = 1 }
+            machine.progress = progress
+            return progress
+        }
+    }
+
+    /// The command's progress as a fraction, read safely from any thread.
+    public var fractionCompleted: Double {
+        let progress = progress
+        return ProgressGuard.withLock { progress.fractionCompleted }
+    }
+
     /// What a failed or cancelled dependency does to this command; see ``DependencyPolicy``. Set it
     /// before executing.
     public var dependencyPolicy: DependencyPolicy {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The sink a command's `run` reports to: the original's `onNext` / `onComplete` / `onError`.
 ///
 /// A `Sendable` value: copy it into whatever finishes the work and call it from any thread, inside
@@ -34,6 +36,16 @@ public struct CommandResult<Output: Sendable>: Sendable {
 
     /// Ends the run cancelled with `error` (for combinators whose input was cancelled).
     package func cancel(_ error: CommandError) { run.command.receiveTerminal(.cancelled(error), event: "cancel()") }
+
+    /// Reports `completed` units of work out of `total` (any thread; the command's ``Command/progress``
+    /// and every progress it is a child of follow). The progress is completed when the command ends.
+    public func reportProgress(completed: Int64, of total: Int64) {
+        let progress = run.command.progress
+        ProgressGuard.withLock {
+            progress.totalUnitCount = total
+            progress.completedUnitCount = min(completed, total)
+        }
+    }
 
     /// True once the command was cancelled; long work should check it and stop early.
     public var isCancelled: Bool { run.command.isCancelled }

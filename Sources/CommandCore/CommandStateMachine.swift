@@ -26,6 +26,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     private(set) var lifecycle: Lifecycle = .pending
     private(set) var timing = CommandTiming()
+    /// Made on first use (most commands never report progress).
+    var progress: Progress?
     /// What a failed or cancelled dependency does to this command.
     var dependencyPolicy = DependencyPolicy.cancelIfAnyFails
     /// With `runOnFirstSuccess`: the last failure seen, reported if no dependency succeeds.
@@ -361,6 +363,13 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     private mutating func end(_ outcome: Outcome) -> Ending {
         timing.endedAt = CommandTiming.now
+        if let progress {
+            ProgressGuard.withLock {
+                if progress.completedUnitCount < progress.totalUnitCount {
+                    progress.completedUnitCount = progress.totalUnitCount
+                }
+            }
+        }
         let wasExecuting = isExecuting
         let postFinished: Bool
         switch lifecycle {

@@ -41,3 +41,14 @@ public struct CommandTiming: Sendable, Equatable {
         #endif
     }
 }
+
+/// Serialises every change and read of the library's `Foundation.Progress` objects: on Linux,
+/// swift-corelibs-foundation's `Progress` has no locking at all (checked in its source), and a child
+/// updating its parent from two threads at once corrupts the heap.
+package enum ProgressGuard {
+    private static let lock = Locked(())
+
+    package static func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        try lock.withLock { _ in try body() }
+    }
+}

@@ -4,6 +4,8 @@ import Dispatch
 import Foundation
 import Testing
 
+@testable import CommandCore
+
 private struct Boom: Error {}
 
 /// A command that logs its run and succeeds or fails, from another thread.
@@ -32,9 +34,38 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect(outcome.succeeded && outcome.completed.count == 3)
         #expect(log.withLock { $0 } == ["fetch", "parse", "save"])
         #expect(events.withLock { $0 }.filter { $0.hasSuffix("completed") }.count == 3)
-        #expect(graph.progress.completedUnitCount == 10 && graph.progress.totalUnitCount == 10)
+        #expect(ProgressGuard.withLock { graph.progress.totalUnitCount } == 10)
+        #expect(graph.fractionCompleted == 1)
         #expect(throws: CommandError.self) { try graph.run() }
         #expect(throws: CommandError.self) { try graph.add(Command<Int>()) }
+    }
+
+    @Test func progress_addsUpThroughTheGraph_byWeight() async throws {
+        let graph = Graph()
+        let halfway = Checkpoint()
+        let release = Locked<CommandResult<Int>?>(nil)
+        let slow = Command<Int> { result in
+            result.reportProgress(completed: 2, of: 4)  // half done
+            release.withLock { $0 = result }
+            halfway.fulfill()
+            return nil
+        }
+        try graph.add(slow, weight: 3)
+        let quick = Command<Int> { result in
+            result.succeed(1)
+            return nil
+        }
+        try graph.add(quick, weight: 1)
+        try graph.run(on: .immediate)
+        #expect(await halfway.wait())
+        let done = Checkpoint()
+        quick.observeState(on: .immediate) { if $0.isTerminal { done.fulfill() } }
+        #expect(await done.wait())
+        // quick (weight 1) done, slow (weight 3) half done: (1 + 1.5) / 4.
+        #expect(abs(graph.fractionCompleted - 0.625) < 0.001)
+        release.withLock { $0 }?.succeed(1)
+        _ = await graph.finished
+        #expect(graph.fractionCompleted == 1)
     }
 
     @Test func graph_refusesACycle_namingIt() throws {

@@ -42,7 +42,6 @@ public final class Graph: Sendable {
     private struct Node {
         let command: Operation
         let name: String
-        let weight: Int64
         let observe: @Sendable (CallbackContext?, @escaping @Sendable (CommandState) -> Void) -> Void
         let execute: @Sendable () -> Void
         var state: CommandState = .pending
@@ -62,10 +61,15 @@ public final class Graph: Sendable {
     // Guards the node table, the run flag and the waiters.
     private let state = Locked(State())
 
-    /// Ended commands, weighted (each node's `weight`, default 1), as a `Foundation.Progress`.
+    /// The graph's progress: each command's progress as a child, weighted (each node's `weight`,
+    /// default 1), so a command reporting half its work moves the graph by half its weight. On Linux,
+    /// read it through ``fractionCompleted`` (Foundation's `Progress` is not thread-safe there).
     public let progress = Progress(totalUnitCount: 0)
 
     public init() {}
+
+    /// The graph's progress as a fraction, read safely from any thread.
+    public var fractionCompleted: Double { ProgressGuard.withLock { progress.fractionCompleted } }
 
     /// Adds `command`, depending on `dependencies` (commands of the graph or not). Throws a
     /// `CommandError` for a self-dependency, an edge closing a cycle (named in order), an edge to a
@@ -80,7 +84,7 @@ public final class Graph: Sendable {
         }
         for dependency in dependencies { try command.depend(on: dependency) }
         let node = Node(
-            command: command, name: name, weight: weight,
+            command: command, name: name,
             observe: { context, handler in command.observeState(on: context, handler) },
             execute: { command.start() })
         state.withLock { state in
@@ -88,7 +92,11 @@ public final class Graph: Sendable {
             state.index[ObjectIdentifier(command)] = state.nodes.count
             state.nodes.append(node)
         }
-        progress.totalUnitCount += weight
+        let child = command.progress
+        ProgressGuard.withLock {
+            progress.totalUnitCount += weight
+            progress.addChild(child, withPendingUnitCount: weight)
+        }
         return command
     }
 
@@ -165,13 +173,11 @@ public final class Graph: Sendable {
     public var stallReport: String { GraphReport.stalls(commands) }
 
     private func ended(_ offset: Int, _ newState: CommandState) {
-        let weight = state.withLock { state -> Int64 in
-            guard !state.nodes[offset].state.isTerminal else { return 0 }
+        state.withLock { state in
+            guard !state.nodes[offset].state.isTerminal else { return }
             state.nodes[offset].state = newState
             state.ended += 1
-            return state.nodes[offset].weight
         }
-        progress.completedUnitCount += weight
         finishIfDone()
     }
 
