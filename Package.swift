@@ -46,6 +46,11 @@ let package = Package(
             path: "Examples/Checksum"
         ),
         .executableTarget(
+            name: "GraphScale",
+            dependencies: ["CommandCore"],
+            path: "Examples/GraphScale"
+        ),
+        .executableTarget(
             name: "CombinatorCost",
             dependencies: ["CommandGraph"],
             path: "Examples/CombinatorCost"
