@@ -95,7 +95,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     /// The command's `Foundation.Progress`, made on first use. `run` reports through
     /// ``CommandResult/reportProgress(completed:of:)``; it is completed when the command ends,
-    /// whatever the outcome. A ``Graph`` adds it as a weighted child of its own progress.
+    /// whatever the outcome. A `Graph` (module CommandGraph) adds it as a weighted child of its own progress.
     ///
     /// - Important: on Linux, Foundation's `Progress` is not thread-safe (it has no lock): change it
     ///   only through `reportProgress`, and read it through ``fractionCompleted``, which lock.
