@@ -46,7 +46,9 @@ public struct CommandTiming: Sendable, Equatable {
 /// swift-corelibs-foundation's `Progress` has no locking at all (checked in its source), and a child
 /// updating its parent from two threads at once corrupts the heap.
 package enum ProgressGuard {
-    private static let lock = Locked(())
+    // An `Int`, not `()`: a zero-sized value would share its address with the mutex in the lock's
+    // storage, which ThreadSanitizer then reports as a race on the mutex itself.
+    private static let lock = Locked(0)
 
     package static func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         try lock.withLock { _ in try body() }
