@@ -35,16 +35,16 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var queue = QueueSettings()
     /// Internal consumers (combinators subscribed to this command); when the last one detaches and
     /// nobody executed the command directly, it is cancelled.
-    private(set) var consumers = 0
+    var consumers = 0
     /// Executed directly (`execute`, `start()`): never cancelled for lack of consumers.
-    private(set) var pinned = false
+    var pinned = false
     /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
-    private var inputs: [Operation] = []
+    var inputs: [Operation] = []
     /// `run` was called and has not returned: a combinator's run reads its inputs, so they are kept
     /// until it returns even if the command ends meanwhile (a cancel racing with the start).
     private var runInProgress = false
     /// The inputs by weak reference, for pictures of the graph after the inputs were released.
-    private var inputLinks: [WeakOperation] = []
+    var inputLinks: [WeakOperation] = []
     /// Called when the command is released (leak checks in tests).
     var releaseCallbacks: [@Sendable () -> Void] = []
     var name: String?
@@ -62,9 +62,12 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     private(set) var startedExternally = false
     /// `run` was called (for state observers).
     private(set) var didExecute = false
-    private var log = ValueLog<Output>()
-    private var observers: [ObserverRecord<Output>] = []
-    private var nextObserverID: UInt64 = 0
+    /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
+    var log = ValueLog<Output>()
+    /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
+    var observers: [ObserverRecord<Output>] = []
+    /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
+    var nextObserverID: UInt64 = 0
     /// What `run` returned; cancelled on cancel, released when the command ends.
     private var cancelable: (any Cancelable)?
 
@@ -361,7 +364,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
-    private mutating func end(_ outcome: Outcome) -> Ending {
+    mutating func end(_ outcome: Outcome) -> Ending {
         timing.endedAt = CommandTiming.now
         if let progress {
             ProgressGuard.withLock {
@@ -410,148 +413,5 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     mutating func terminate(_ outcome: Outcome) -> Ending? {
         if self.outcome != nil { return nil }
         return end(outcome)
-    }
-
-    // MARK: - Values and observers
-
-    /// A value from `run`; nil when ignored (not executing).
-    mutating func send(_ value: Output) -> [Wakeup]? {
-        guard case .executing = lifecycle else { return nil }
-        log.append(value)
-        let wakeups = wake { if case .events = $0.sink { return true } else { return false } }
-        trim()
-        return wakeups
-    }
-
-    mutating func retain(inputs more: [Operation]) {
-        inputs += more
-        inputLinks += more.map(WeakOperation.init)
-    }
-
-    var heldOperations: [Operation] { dependencies + inputs }
-
-    /// The inputs, also after they were released (while something else keeps them alive).
-    var inputOperations: [Operation] { inputLinks.compactMap(\.operation) }
-
-    /// Empties the input list (when the command is released).
-    mutating func takeInputs() -> [Operation] {
-        defer { inputs = [] }
-        return inputs
-    }
-
-    /// Detaches a consumer's observer; true when the command should now be cancelled (no consumer
-    /// left, not executed directly, not ended).
-    mutating func releaseConsumer(observer: UInt64) -> Bool {
-        guard let index = observers.firstIndex(where: { $0.id == observer }) else { return false }
-        observers.remove(at: index)
-        trim()
-        consumers -= 1
-        return consumers == 0 && !pinned && outcome == nil
-    }
-
-    enum Attachment: Sendable {
-        /// A caller that executes the command (`execute`): pins it.
-        case executor
-        /// A combinator consuming it: counted.
-        case consumer
-        /// An observer only (`observe`, `observeState`).
-        case observer
-    }
-
-    mutating func addObserver(
-        context: CallbackContext, sink: ObserverRecord<Output>.Sink, as attachment: Attachment = .observer
-    ) -> (id: UInt64, wakeup: Wakeup?) {
-        switch attachment {
-        case .executor: pinned = true
-        case .consumer: consumers += 1
-        case .observer: break
-        }
-        let id = nextObserverID
-        nextObserverID += 1
-        var record = ObserverRecord(id: id, context: context, sink: sink, cursor: log.startIndex)
-        let hasWork: Bool
-        switch sink {
-        case .events: hasWork = !log.isEmpty || outcome != nil
-        case .states: hasWork = didExecute || outcome != nil
-        }
-        record.scheduled = hasWork
-        observers.append(record)
-        return (id, hasWork ? Wakeup(observer: id, context: context) : nil)
-    }
-
-    mutating func removeObserver(_ id: UInt64) {
-        observers.removeAll { $0.id == id }
-        trim()
-    }
-
-    enum Delivery: Sendable {
-        case event(CommandEvent<Output>, @Sendable (CommandEvent<Output>) -> Void)
-        case state(CommandState, @Sendable (CommandState) -> Void)
-        /// Nothing left: the drain stops (and the observer is no longer scheduled).
-        case idle
-    }
-
-    /// The next thing a drain delivers to `observer`, claimed under the lock. A value is never
-    /// claimed once the command was cancelled: that is what makes "no value callback starts after
-    /// `cancel()` returned" hold.
-    mutating func nextDelivery(for observer: UInt64) -> Delivery {
-        guard let index = observers.firstIndex(where: { $0.id == observer }) else { return .idle }
-        switch observers[index].sink {
-        case .events(let handler):
-            let cancelled = isCancelled
-            if !cancelled && observers[index].cursor < log.endIndex {
-                let value = log.value(at: observers[index].cursor)
-                observers[index].cursor += 1
-                trim()
-                return .event(.value(value), handler)
-            }
-            if let outcome {
-                observers.remove(at: index)
-                if replay != .all { trim() }
-                return .event(outcome.event(), handler)
-            }
-        case .states(let handler):
-            if didExecute && !observers[index].sentExecuting {
-                observers[index].sentExecuting = true
-                return .state(.executing, handler)
-            }
-            if let outcome {
-                observers.remove(at: index)
-                return .state(outcome.state, handler)
-            }
-        }
-        observers[index].scheduled = false
-        return .idle
-    }
-
-    /// `run` began: state observers hear about it.
-    mutating func wakeStateObservers() -> [Wakeup] {
-        wake { if case .states = $0.sink { return true } else { return false } }
-    }
-
-    private mutating func wakeAll() -> [Wakeup] { wake { _ in true } }
-
-    private mutating func wake(_ include: (ObserverRecord<Output>) -> Bool) -> [Wakeup] {
-        var wakeups: [Wakeup] = []
-        for index in observers.indices where !observers[index].scheduled && include(observers[index]) {
-            observers[index].scheduled = true
-            wakeups.append(Wakeup(observer: observers[index].id, context: observers[index].context))
-        }
-        return wakeups
-    }
-
-    /// Drops values no live observer still needs and the replay policy does not keep.
-    private mutating func trim() {
-        let keepFrom: Int
-        switch replay {
-        case .all: return
-        case .latest: keepFrom = log.endIndex - 1
-        case .none: keepFrom = log.endIndex
-        }
-        var lowest = keepFrom
-        for observer in observers {
-            if case .events = observer.sink, observer.cursor < lowest { lowest = observer.cursor }
-        }
-        log.trim(below: lowest)
     }
 }

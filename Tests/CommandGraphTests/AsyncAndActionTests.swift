@@ -58,21 +58,6 @@ private final class Gate: Sendable {
     }
 }
 
-/// Waits (without blocking a thread) for the first terminal state of a command.
-private func ended<Output>(_ command: Command<Output>) async -> CommandState {
-    await withCheckedContinuation { continuation in
-        let once = Locked(false)
-        command.observeState(on: .immediate) { state in
-            guard state.isTerminal,
-                once.withLock({ done in
-                    defer { done = true }; return !done
-                })
-            else { return }
-            continuation.resume(returning: state)
-        }
-    }
-}
-
 private func becameExecuting<Output>(_ command: Command<Output>) async {
     await withCheckedContinuation { continuation in
         let once = Locked(false)
@@ -148,7 +133,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
             return BlockCancelable { _ = result }
         }
         for try await value in infinite.values where value == 2 { break }
-        guard case .cancelled = await ended(infinite) else { Issue.record("not cancelled"); return }
+        guard case .cancelled = await terminalState(of: infinite) else { Issue.record("not cancelled"); return }
     }
 
     @Test func asyncClosureCommands_runInATaskThatCancelCancels() async throws {
@@ -199,7 +184,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         #expect(await third.wait())
         username.complete()
         password.complete()
-        guard case .completed = await ended(valid) else { Issue.record("not completed"); return }
+        guard case .completed = await terminalState(of: valid) else { Issue.record("not completed"); return }
         #expect(seen.withLock { $0 } == [false, true, false])
     }
 
@@ -243,7 +228,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
     private func outcomes(_ commands: [Command<Int>]) async -> (completed: Int, rejected: Int, cancelled: Int) {
         var counts = (completed: 0, rejected: 0, cancelled: 0)
         for command in commands {
-            switch await ended(command) {
+            switch await terminalState(of: command) {
             case .completed: counts.completed += 1
             case .failed(let error as CommandError) where error.code == .notEnabled: counts.rejected += 1
             case .cancelled: counts.cancelled += 1
@@ -321,7 +306,7 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
                 return nil
             }
         }
-        guard case .failed(let refusal as CommandError) = await ended(action.execute(1)) else {
+        guard case .failed(let refusal as CommandError) = await terminalState(of: action.execute(1)) else {
             Issue.record("accepted"); return
         }
         #expect(refusal.code == .notEnabled)
@@ -341,8 +326,8 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
                 observed.fulfill()
             }
         }
-        _ = await ended(action.execute(21))
-        _ = await ended(action.execute(-1))
+        _ = await terminalState(of: action.execute(21))
+        _ = await terminalState(of: action.execute(-1))
         #expect(await observed.wait())
         #expect(values.withLock { $0 } == [42])
         #expect(errors.withLock { $0 } == 1)

@@ -112,7 +112,9 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         let cleanup = node("cleanup", log: log)
         cleanup.dependencyPolicy = .runRegardless
         cleanup.addDependency(failing)
-        guard case .completed = await stateAtEnd(cleanup) else { Issue.record("cleanup did not run"); return }
+        guard case .completed = await terminalState(of: cleanup, start: true) else {
+            Issue.record("cleanup did not run"); return
+        }
 
         let mirror = node("mirror", log: log, fails: true)
         let primary = node("primary", log: log)
@@ -120,13 +122,17 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         first.dependencyPolicy = .runOnFirstSuccess
         first.addDependency(mirror)
         first.addDependency(primary)
-        guard case .completed = await stateAtEnd(first) else { Issue.record("first did not run"); return }
+        guard case .completed = await terminalState(of: first, start: true) else {
+            Issue.record("first did not run"); return
+        }
 
         let none = node("none", log: log)
         none.dependencyPolicy = .runOnFirstSuccess
         none.addDependency(node("down 1", log: log, fails: true))
         none.addDependency(node("down 2", log: log, fails: true))
-        guard case .cancelled(let error) = await stateAtEnd(none) else { Issue.record("none ran"); return }
+        guard case .cancelled(let error) = await terminalState(of: none, start: true) else {
+            Issue.record("none ran"); return
+        }
         #expect(error.code == .dependencyFailed)
         #expect(!log.withLock { $0 }.contains("none"))
     }
@@ -182,20 +188,5 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
             #expect(Set(ran) == Set(0..<size).subtracting(blocked), "seed \(seed): a runnable command did not run")
             #expect(await tracker.waitForRelease(seconds: 30) == [], "seed \(seed)")
         }
-    }
-}
-
-private func stateAtEnd<Output>(_ command: Command<Output>) async -> CommandState {
-    await withCheckedContinuation { continuation in
-        let once = Locked(false)
-        command.observeState(on: .immediate) { state in
-            guard state.isTerminal,
-                once.withLock({ done in
-                    defer { done = true }; return !done
-                })
-            else { return }
-            continuation.resume(returning: state)
-        }
-        command.start()
     }
 }

@@ -53,9 +53,12 @@ public final class Checkpoint: Sendable {
     }
 }
 
-final class OnceToken: Sendable {
+/// True for the first caller of `take()` only.
+public final class OnceToken: Sendable {
     private let taken = Locked(false)
-    func take() -> Bool {
+    public init() {}
+
+    public func take() -> Bool {
         taken.withLock { taken in
             defer { taken = true }
             return !taken
