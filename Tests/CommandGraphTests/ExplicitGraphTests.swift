@@ -140,7 +140,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
     /// Seeded random DAGs: every command runs at most once and only after all its dependencies
     /// completed; nothing runs after a failed dependency; the graph finishes; everything is released.
     @Test(.tags(.stress)) func randomDAGs_keepEveryRule() async throws {
-        let count = StressScale.pick(short: 200, long: 5_000)
+        let count = StressScale.pick(short: 1_000, long: 20_000)
         for _ in 0..<count {
             let seed = UInt64.random(in: 0...UInt64.max)
             var random = SeededRandom(seed: seed)
