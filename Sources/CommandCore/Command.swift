@@ -246,6 +246,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     var queueMaker: () -> OperationQueue {
         let qualityOfService = qualityOfService
         return {
+            if let queue = QueuePool.take(qualityOfService) { return queue }
             let queue = OperationQueue()
             queue.qualityOfService = qualityOfService
             return queue
@@ -314,7 +315,12 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if ending.wasExecuting { didChangeValue(forKey: "isExecuting") }
         if ending.postFinished { postFinished() }
         schedule(ending.wakeups)
-        machine.withLock { if $0.queue.ownsQueue { $0.queue.queue = nil } }
+        let recycled = machine.withLock { machine -> (OperationQueue, Bool)? in
+            guard machine.queue.ownsQueue, let queue = machine.queue.queue else { return nil }
+            machine.queue.queue = nil
+            return machine.queue.pooled && machine.queue.underlying == nil ? (queue, machine.name != nil) : nil
+        }
+        if let (queue, named) = recycled { QueuePool.recycle(queue, named: named) }
         if !ending.inputs.isEmpty {
             var inputs = ending.inputs
             DeferredRelease.release(&inputs)

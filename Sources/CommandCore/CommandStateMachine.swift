@@ -19,6 +19,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     struct QueueSettings: Sendable {
         var queue: OperationQueue?
         var ownsQueue = true
+        /// The queue came from (and goes back to) the ``QueuePool``.
+        var pooled = false
         var underlying: DispatchQueue?
         /// The command was handed to `queue`: replacing it now has no effect.
         var handedOver = false
@@ -244,7 +246,12 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         queue.handedOver = true
         if let existing = queue.queue { return existing }
         let made = makeQueue()
-        if let underlying = queue.underlying { made.underlyingQueue = underlying }
+        if let underlying = queue.underlying {
+            made.underlyingQueue = underlying
+            queue.pooled = false
+        } else {
+            queue.pooled = true
+        }
         if let name { made.name = name }
         queue.queue = made
         queue.ownsQueue = true
