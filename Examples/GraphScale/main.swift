@@ -1,4 +1,4 @@
-// swift run -c release GraphScale [max-size]
+// swift run -c release GraphScale [max-size] [shape ...]
 //
 // Graph scaling up to a million commands: chain, fan-out (1 -> N), fan-in (N -> 1) and lattice
 // (layers of 10), built with addDependency and run by executing the sinks. Prints time per command
@@ -20,6 +20,9 @@ import Foundation
 #endif
 
 let maxSize = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 1_000_000
+let allShapes = ["chain", "fan-out", "fan-in", "lattice"]
+let chosenShapes = Array(CommandLine.arguments.dropFirst(2))
+let shapes = chosenShapes.isEmpty ? allShapes : chosenShapes
 
 /// Resident memory in MiB, from /proc (Linux).
 func residentMiB(_ field: String = "VmRSS") -> Double {
@@ -37,7 +40,28 @@ func command() -> Command<Void> {
     }
 }
 
-func run(_ shape: String, _ count: Int) -> Double {
+/// Waits until every command of the last graph was deinitialised: the sink's callback runs before
+/// the thread that ran the sink drops the last reference and releases the graph. Returns the
+/// microseconds waited (polled every 100 us; this tool's own main thread, not a pool thread).
+func waitForRelease() -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    var polls = 0
+    while CommandDiagnostics.liveCommands > 0 && polls < 600_000 {
+        usleep(100)
+        polls += 1
+    }
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1000
+}
+
+/// Nanoseconds per command: building the graph, then executing it until every sink ended.
+struct Phases {
+    var build = 0.0
+    var run = 0.0
+    var total: Double { build + run }
+}
+
+func run(_ shape: String, _ count: Int) -> Phases {
+    var phases = Phases()
     let start = DispatchTime.now().uptimeNanoseconds
     do {
         let nodes = (0..<count).map { _ in command() }
@@ -59,6 +83,7 @@ func run(_ shape: String, _ count: Int) -> Double {
             }
             sinks = Array(nodes[(count - 10)...])
         }
+        phases.build = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count)
         let done = DispatchSemaphore(value: 0)
         let remaining = Locked(sinks.count)
         for sink in sinks {
@@ -76,7 +101,8 @@ func run(_ shape: String, _ count: Int) -> Double {
         done.wait()
         sinks = []
     }
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count)
+    phases.run = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count) - phases.build
+    return phases
 }
 
 /// A lock for the counter above (the library's own lock is internal to the package).
@@ -92,16 +118,22 @@ final class Locked<Value>: @unchecked Sendable {
     }
 }
 
-print("shape     commands   us/command   RSS before   RSS after release and malloc_trim (MiB)")
+print(
+    "shape     commands   us/command (build + run)   release wait (ms)   RSS before   RSS after release and malloc_trim (MiB)"
+)
 let baseline = residentMiB()
-for shape in ["chain", "fan-out", "fan-in", "lattice"] {
+for shape in shapes {
     var size = 1_000
     while size <= maxSize {
         let before = residentMiB()
-        let perNode = run(shape, size) / 1000
+        let phases = run(shape, size)
+        let releaseWait = waitForRelease() / 1000
         trimAllocator()
         let after = residentMiB()
-        print(String(format: "%-8@ %9d   %10.2f   %10.1f   %10.1f", shape as NSString, size, perNode, before, after))
+        print(
+            String(
+                format: "%-8@ %9d   %6.2f (%5.2f + %5.2f)   %17.1f   %10.1f   %10.1f", shape as NSString, size,
+                phases.total / 1000, phases.build / 1000, phases.run / 1000, releaseWait, before, after))
         size *= 10
     }
 }

@@ -11,10 +11,12 @@ let nextCreationOrder = Atomic<UInt64>(0)
 /// loop: a failure at the root of a million-deep chain must not recurse a million times.
 func propagate(_ first: Propagation) {
     var stack = [first]
+    // The first dependent made ready continues on a lane queue (see `QueuePool`).
+    var lane = true
     while let propagation = stack.popLast() {
         for dependent in propagation.dependents {
             if let next = dependent.dependencyDidFinish(
-                propagation.outcome, dependencyName: propagation.source.displayName)
+                propagation.outcome, dependencyName: propagation.source.displayName, lane: &lane)
             {
                 stack.append(next)
             }
@@ -37,13 +39,21 @@ extension Command: DependencyNode {
 
     func addDependent(_ node: any DependencyNode) -> Registration { machine.withLock { $0.addDependent(node) } }
 
-    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String) -> Propagation? {
-        dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: false)
-    }
-
-    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, isHold: Bool)
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, lane: inout Bool)
         -> Propagation?
     {
+        dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: false, lane: &lane)
+    }
+
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, isHold: Bool) -> Propagation?
+    {
+        var lane = false
+        return dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: isHold, lane: &lane)
+    }
+
+    func dependencyDidFinish(
+        _ outcome: Outcome, dependencyName: @autoclosure () -> String, isHold: Bool, lane: inout Bool
+    ) -> Propagation? {
         // The dependency's name is computed outside this command's lock (it takes the dependency's),
         // and only when it is needed.
         let dependency = outcome.isSuccess ? "" : dependencyName()
@@ -55,7 +65,8 @@ extension Command: DependencyNode {
         case .none:
             return nil
         case .enqueue(let external):
-            enqueue(external: external)
+            enqueue(external: external, lane: lane)
+            lane = false
             return nil
         case .ended(let ending):
             return performLocally(ending)
@@ -140,7 +151,9 @@ extension Command: DependencyNode {
                 case .registered(let pending):
                     if pending { late.append(node) }
                 case .ended(let outcome):
-                    if let next = dependencyDidFinish(outcome, dependencyName: node.displayName) { propagate(next) }
+                    if let next = dependencyDidFinish(outcome, dependencyName: node.displayName, isHold: false) {
+                        propagate(next)
+                    }
                 }
             } else {
                 watch(dependency)
@@ -161,7 +174,9 @@ extension Command: DependencyNode {
             operation.completionBlock = previous
             let outcome: Outcome =
                 operation.isCancelled ? .cancelled(.cancelled(describe(operation))) : .completed
-            if let next = dependencyDidFinish(outcome, dependencyName: describe(operation)) { propagate(next) }
+            if let next = dependencyDidFinish(outcome, dependencyName: describe(operation), isHold: false) {
+                propagate(next)
+            }
         }
         if operation.isFinished {
             notify()
@@ -220,7 +235,9 @@ extension Command: DependencyNode {
                 case .registered(let pending):
                     if pending { node.executeGraph() }
                 case .ended(let outcome):
-                    if let next = dependencyDidFinish(outcome, dependencyName: node.displayName) { propagate(next) }
+                    if let next = dependencyDidFinish(outcome, dependencyName: node.displayName, isHold: false) {
+                        propagate(next)
+                    }
                 }
             } else {
                 watch(operation)

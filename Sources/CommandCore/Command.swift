@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A unit of business logic that runs once, asynchronously, on its own `OperationQueue`, reports
 /// values and one terminal event through a ``CommandResult``, and composes with other commands through
@@ -63,6 +64,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     public override init() {
         machine = .make(CommandStateMachine())
+        liveCommandCount.add(1, ordering: .sequentiallyConsistent)
         super.init()
     }
 
@@ -73,6 +75,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         var machine = CommandStateMachine<Output>()
         machine.body = body
         self.machine = .make(machine)
+        liveCommandCount.add(1, ordering: .sequentiallyConsistent)
         super.init()
     }
 
@@ -156,8 +159,14 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
             let makeQueue = queueMaker
             return machine.withLock { machine in
                 if let queue = machine.queue.queue { return queue }
-                let queue = makeQueue()
-                if let underlying = machine.queue.underlying { queue.underlyingQueue = underlying }
+                // Not pooled afterwards: whoever asked may keep it and add operations later.
+                let queue: OperationQueue
+                if let underlying = machine.queue.underlying {
+                    queue = OperationQueue()
+                    queue.underlyingQueue = underlying
+                } else {
+                    queue = makeQueue()
+                }
                 if let name = machine.name { queue.name = name }
                 machine.queue.queue = queue
                 machine.queue.ownsQueue = true
@@ -243,19 +252,18 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     }
 
     /// Makes the command's own queue, with its quality of service.
-    var queueMaker: () -> OperationQueue {
+    var queueMaker: () -> OperationQueue { queueMaker(lane: false) }
+
+    /// Makes the command's own queue: a lane queue if it continues the work of the dependency that
+    /// just ended on this thread (see `QueuePool`).
+    func queueMaker(lane: Bool) -> () -> OperationQueue {
         let qualityOfService = qualityOfService
-        return {
-            if let queue = QueuePool.take(qualityOfService) { return queue }
-            let queue = OperationQueue()
-            queue.qualityOfService = qualityOfService
-            return queue
-        }
+        return { QueuePool.take(qualityOfService, lane: lane) }
     }
 
     /// Hands the ready command to its queue.
-    func enqueue(external: Bool) {
-        let makeQueue = queueMaker
+    func enqueue(external: Bool, lane: Bool = false) {
+        let makeQueue = queueMaker(lane: lane)
         enqueue(on: machine.withLock { $0.handOver(makeQueue: makeQueue) }, external: external)
     }
 
@@ -300,6 +308,9 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     }
 
     func resultReleased() {
+        // Almost every run has ended by now: the message (which formats the type's name) is only
+        // built when it has not. If it ends in between, `finish` below ignores this failure.
+        guard machine.withLock({ $0.outcome == nil }) else { return }
         let error = CommandError.resultAbandoned(displayName)
         if let ending = machine.withLock({ $0.finish(.failed(error)) }) { perform(ending) }
     }
@@ -347,5 +358,6 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if !released.isEmpty { DeferredRelease.release(&released) }
         let callbacks = machine.withLock { $0.releaseCallbacks }
         for callback in callbacks { callback() }
+        liveCommandCount.subtract(1, ordering: .sequentiallyConsistent)
     }
 }

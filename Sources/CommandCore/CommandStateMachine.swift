@@ -245,11 +245,14 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     mutating func handOver(makeQueue: () -> OperationQueue) -> OperationQueue {
         queue.handedOver = true
         if let existing = queue.queue { return existing }
-        let made = makeQueue()
+        let made: OperationQueue
         if let underlying = queue.underlying {
+            // The user's dispatch queue: a plain queue of our own, not pooled.
+            made = OperationQueue()
             made.underlyingQueue = underlying
             queue.pooled = false
         } else {
+            made = makeQueue()
             queue.pooled = true
         }
         if let name { made.name = name }

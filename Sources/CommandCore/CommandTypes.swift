@@ -8,7 +8,11 @@ protocol DependencyNode: AnyObject, Sendable {
     /// Called once by each dependency this node registered with, when that dependency ends.
     /// Returns the dependents of this node to notify in turn if this node ended because of it (so a
     /// failure propagates down a million-deep chain with a loop, not with recursion).
-    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String) -> Propagation?
+    ///
+    /// `lane`: whether this node may take a lane queue if it becomes ready (see `QueuePool`); set to
+    /// false when it took it.
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, lane: inout Bool)
+        -> Propagation?
     /// Registers `node` to be told when this one ends.
     func addDependent(_ node: any DependencyNode) -> Registration
     /// Executes this node (and its pending dependencies) if it is pending.

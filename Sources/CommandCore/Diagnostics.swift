@@ -1,4 +1,8 @@
 import Foundation
+import Synchronization
+
+/// Commands alive in this process: incremented by every `Command` init, decremented by its deinit.
+let liveCommandCount = Atomic<Int>(0)
 
 /// A misuse the library tolerated without crashing: an event sent after the terminal one, a dependency
 /// removed after execute, a second `start()`.
@@ -39,6 +43,12 @@ public enum CommandDiagnostics {
         }
         return BlockCancelable { _ = state.withLock { $0.observers.removeValue(forKey: id) } }
     }
+
+    /// The number of commands alive in this process (created and not yet deinitialised): a leak
+    /// check for tools and benchmarks. After a graph ran and its last reference was dropped, this
+    /// returns to its value from before the graph was built, once the thread releasing the graph is
+    /// done (a million-command graph takes a moment). Tests running in parallel share the count.
+    public static var liveCommands: Int { liveCommandCount.load(ordering: .sequentiallyConsistent) }
 
     static func report(_ diagnostic: CommandDiagnostic) {
         let (observers, shouldPrint) = state.withLock { state in

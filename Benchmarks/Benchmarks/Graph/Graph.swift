@@ -37,15 +37,21 @@ func build(_ shape: String, _ count: Int) -> (last: Command<Void>, sinks: [Comma
     }
 }
 
-/// Runs the graph: executes every sink (a fan-out has many) and waits for all of them.
+/// Runs the graph: executes every sink (a fan-out has many) and waits for all of them, then until
+/// every command was released (the naive design's time includes releasing its operations too; the
+/// thread that ran the last sink releases the graph after the sink's callback returned).
 func run(_ shape: String, _ count: Int) {
-    let (_, sinks) = build(shape, count)
-    let done = DispatchGroup()
-    for sink in sinks {
-        done.enter()
-        sink.execute(on: .immediate) { event in if event.isTerminal { done.leave() } }
+    let live = CommandDiagnostics.liveCommands
+    do {
+        let (_, sinks) = build(shape, count)
+        let done = DispatchGroup()
+        for sink in sinks {
+            done.enter()
+            sink.execute(on: .immediate) { event in if event.isTerminal { done.leave() } }
+        }
+        done.wait()
     }
-    done.wait()
+    while CommandDiagnostics.liveCommands > live { usleep(20) }
 }
 
 /// The naive design: one shared OperationQueue, Foundation's addDependency, everything enqueued.
@@ -80,6 +86,10 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(nodes)
     }
     for count in [1_000, 8_000] {
+        // The same sizes side by side: this engine, then the naive design.
+        Benchmark("chain \(count) (same size as naive)", configuration: .init(maxIterations: 20)) { _ in
+            run("chain", count)
+        }
         Benchmark("naive chain \(count) (one shared OperationQueue)", configuration: .init(maxIterations: 3)) { _ in
             runNaive(count)
         }
