@@ -45,7 +45,8 @@ extension Command: DependencyNode {
         dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: false, lane: &lane)
     }
 
-    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, isHold: Bool) -> Propagation?
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, isHold: Bool)
+        -> Propagation?
     {
         var lane = false
         return dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: isHold, lane: &lane)
