@@ -133,8 +133,12 @@ extension Command: DependencyNode {
         }
         let makeQueue = queueMaker
         let dependencies: [Operation]
-        switch machine.withLock({ $0.register(walk: walk, makeQueue: makeQueue) }) {
+        let admitting = !InlineExecution.isOn
+        switch machine.withLock({ $0.register(walk: walk, admitting: admitting, makeQueue: makeQueue) }) {
         case .none:
+            return []
+        case .admission:
+            admit()
             return []
         case .fail(let error):
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }

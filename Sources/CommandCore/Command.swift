@@ -224,7 +224,10 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     }
 
     func begin(external: Bool) {
-        switch machine.withLock({ $0.start(external: external) }) {
+        let (action, slot) = machine.withLock { ($0.start(external: external), $0.takeAdmission()) }
+        // The slot goes to the next command waiting for one before this one runs.
+        if let slot { Admission.started(slot: slot) }
+        switch action {
         case .none:
             return
         case .postFinished:
@@ -261,10 +264,20 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         return { QueuePool.take(qualityOfService, lane: lane) }
     }
 
-    /// Hands the ready command to its queue.
+    /// Hands the ready command to its queue (through ``Admission`` unless it continues on a lane).
     func enqueue(external: Bool, lane: Bool = false) {
         let makeQueue = queueMaker(lane: lane)
-        enqueue(on: machine.withLock { $0.handOver(makeQueue: makeQueue) }, external: external)
+        let admitting = !lane && !InlineExecution.isOn
+        switch machine.withLock({ $0.handOver(makeQueue: makeQueue, admitting: admitting) }) {
+        case .queue(let queue): enqueue(on: queue, external: external)
+        case .admission: admit()
+        }
+    }
+
+    /// Takes an admission slot, or waits in the backlog for one.
+    func admit() {
+        let slot = qualityOfService.rawValue
+        if Admission.admit(self, slot: slot) { handOverAdmitted(slot: slot) }
     }
 
     func enqueue(on queue: OperationQueue, external: Bool) {

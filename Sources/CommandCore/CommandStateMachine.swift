@@ -24,6 +24,19 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         var underlying: DispatchQueue?
         /// The command was handed to `queue`: replacing it now has no effect.
         var handedOver = false
+        /// The ``Admission`` slot (a quality of service) the command holds until it starts.
+        var admission: Int?
+        /// No queue was assigned or made yet and no underlying queue set: the command will run on
+        /// a queue the engine makes, so it goes through ``Admission``.
+        var isEngineMade: Bool { queue == nil && underlying == nil }
+    }
+
+    /// How a ready command reaches its queue.
+    enum HandOver: Sendable {
+        /// Add it to this queue now.
+        case queue(OperationQueue)
+        /// Ask ``Admission`` for a slot first; no queue was made yet.
+        case admission
     }
 
     private(set) var lifecycle: Lifecycle = .pending
@@ -220,6 +233,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case register([Operation])
         /// Ready at once (no dependency): hand it to `queue` (`external`: through a trampoline).
         case enqueue(OperationQueue, external: Bool)
+        /// Ready at once, to a queue the engine makes: through ``Admission``.
+        case admission
         /// Fail with this misuse (a self-dependency).
         case fail(CommandError)
         /// Ended meanwhile, or not this walk's.
@@ -228,17 +243,37 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// Phase two of the walk in one step: the common case of a command without dependencies goes
     /// straight to its queue (one lock round trip instead of four).
-    mutating func register(walk: UInt64, makeQueue: () -> OperationQueue) -> Registering {
+    mutating func register(walk: UInt64, admitting: Bool, makeQueue: () -> OperationQueue) -> Registering {
         guard case .claimed(walk, _) = lifecycle else { return .none }
         if let misuse { return .fail(misuse) }
         timing.executedAt = CommandTiming.now
         if dependencies.isEmpty {
             lifecycle = .enqueued
             timing.readyAt = timing.executedAt
+            if admitting && !startedExternally && queue.isEngineMade { return .admission }
             return .enqueue(handOver(makeQueue: makeQueue), external: startedExternally)
         }
         lifecycle = .waiting(remaining: dependencies.count + 1)
         return .register(dependencies)
+    }
+
+    /// The queue to hand the command to (made if needed, marked handed over), or, when `admitting`
+    /// and the engine makes the queue, ``HandOver/admission`` and nothing made yet.
+    mutating func handOver(makeQueue: () -> OperationQueue, admitting: Bool) -> HandOver {
+        if admitting && queue.isEngineMade && !startedExternally { return .admission }
+        return .queue(handOver(makeQueue: makeQueue))
+    }
+
+    /// Admitted with `slot`: the queue to hand the command to.
+    mutating func handOverAdmitted(slot: Int, makeQueue: () -> OperationQueue) -> OperationQueue {
+        queue.admission = slot
+        return handOver(makeQueue: makeQueue)
+    }
+
+    /// The admission slot held, released when the command starts.
+    mutating func takeAdmission() -> Int? {
+        defer { queue.admission = nil }
+        return queue.admission
     }
 
     /// The queue to hand the command to, made if needed; marks it handed over.

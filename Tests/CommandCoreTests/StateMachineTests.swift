@@ -12,7 +12,10 @@ import Testing
         var machine = Machine()
         guard case .claimed = machine.claim(walk: 1) else { Issue.record("claim failed"); return machine }
         machine.leaveStack(walk: 1)
-        guard case .enqueue(_, external: false) = machine.register(walk: 1, makeQueue: { OperationQueue() }) else {
+        guard
+            case .enqueue(_, external: false) = machine.register(
+                walk: 1, admitting: false, makeQueue: { OperationQueue() })
+        else {
             Issue.record("not enqueued"); return machine
         }
         guard case .run = machine.start(external: false) else { Issue.record("not run"); return machine }
@@ -23,6 +26,49 @@ import Testing
         var events: [CommandEvent<Int>] = []
         while case .event(let event, _) = machine.nextDelivery(for: observer) { events.append(event) }
         return events
+    }
+
+    /// A ready command that will run on a queue the engine makes asks for an admission slot first
+    /// (no queue made yet); it holds the slot from hand-over until it starts, and gives it back once.
+    @Test func readyCommand_onAnEngineQueue_goesThroughAdmission_andHoldsItsSlotUntilItStarts() {
+        var machine = Machine()
+        _ = machine.claim(walk: 1)
+        machine.leaveStack(walk: 1)
+        var made = 0
+        guard
+            case .admission = machine.register(
+                walk: 1, admitting: true,
+                makeQueue: {
+                    made += 1; return OperationQueue()
+                })
+        else {
+            Issue.record("not sent to admission")
+            return
+        }
+        #expect(made == 0)
+        _ = machine.handOverAdmitted(
+            slot: 17,
+            makeQueue: {
+                made += 1; return OperationQueue()
+            })
+        #expect(made == 1)
+        guard case .run = machine.start(external: false) else {
+            Issue.record("not run")
+            return
+        }
+        #expect(machine.takeAdmission() == 17)
+        #expect(machine.takeAdmission() == nil)
+
+        // A queue the user assigned: straight to it, no slot.
+        var assigned = Machine()
+        assigned.queue.queue = OperationQueue()
+        assigned.queue.ownsQueue = false
+        _ = assigned.claim(walk: 2)
+        assigned.leaveStack(walk: 2)
+        guard case .enqueue = assigned.register(walk: 2, admitting: true, makeQueue: { OperationQueue() }) else {
+            Issue.record("a user's queue went through admission")
+            return
+        }
     }
 
     @Test func lifecycle_goesFromPendingThroughExecutingToCompleted() {
@@ -55,7 +101,10 @@ import Testing
         _ = machine.addDependency(b, isSelf: false, typeName: "T")
         guard case .claimed(let deps) = machine.claim(walk: 7) else { Issue.record("claim"); return }
         #expect(deps.count == 2)
-        guard case .register(let registered) = machine.register(walk: 7, makeQueue: { OperationQueue() }) else {
+        guard
+            case .register(let registered) = machine.register(
+                walk: 7, admitting: false, makeQueue: { OperationQueue() })
+        else {
             Issue.record("register"); return
         }
         #expect(registered.count == 2)
@@ -76,7 +125,7 @@ import Testing
         machine.name = "parse"
         _ = machine.addDependency(BlockOperation(), isSelf: false, typeName: "T")
         _ = machine.claim(walk: 1)
-        _ = machine.register(walk: 1, makeQueue: { OperationQueue() })
+        _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })
         let action = machine.dependencyFinished(
             .failed(CocoaError(.fileNoSuchFile)), dependencyName: "fetch", typeName: "T")
         guard case .ended(let ending) = action, case .cancelled(let error) = ending.outcome else {
@@ -100,7 +149,7 @@ import Testing
     @Test func cancelWhileEnqueued_waitsForTheQueueToStartIt() {
         var machine = Machine()
         _ = machine.claim(walk: 1)
-        _ = machine.register(walk: 1, makeQueue: { OperationQueue() })  // no dependency: enqueued at once
+        _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })  // no dependency: enqueued at once
         let ending = machine.terminate(.cancelled(.cancelled("x")))
         #expect(ending?.postFinished == false)
         #expect(machine.isCancelled)
@@ -172,7 +221,7 @@ import Testing
         var machine = Machine()
         let id = machine.addObserver(context: .immediate, sink: .states { _ in }).id
         _ = machine.claim(walk: 1)
-        _ = machine.register(walk: 1, makeQueue: { OperationQueue() })
+        _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })
         guard case .run(_, let wakeups) = machine.start(external: false) else { Issue.record("start"); return }
         #expect(wakeups.count == 1)
         _ = machine.finish(.completed)

@@ -1,0 +1,90 @@
+import Foundation
+
+/// A command that became ready while too many others waited in their queues, handed over later.
+protocol AdmissionCandidate: AnyObject, Sendable {
+    /// Takes a queue from the pool and adds the command to it (its admission slot is taken).
+    func handOverAdmitted(slot: Int)
+}
+
+/// Bounds how many ready commands wait in the engine's own queues at once, per quality of service.
+///
+/// Without a bound, a fan-out whose root just ended (or a fan-in executed from its sink) hands a
+/// million commands to a million new `OperationQueue`s in one pass: about 1 KiB each and a
+/// constructor each, while only a few can run at a time; per-command cost rose by 40-50% between
+/// 1k and 1M and the peak resident size was dominated by idle queues. Here, a command made ready
+/// takes one of ``limit`` slots of its quality of service and goes to its queue at once, or waits
+/// in a first-in, first-out backlog. A slot is freed when its command's `start()` begins, which
+/// hands the oldest waiting command of that quality of service to a queue (usually a pooled one).
+///
+/// Only commands that run on a queue the engine makes are counted: a command whose `executeQueue`
+/// or `underlyingQueue` you set (which may be serial, suspended or busy) goes to it at once and
+/// never holds a slot, so it cannot stall anyone else; so does the dependent that continues on a
+/// lane (see `QueuePool`). A slot is held only from hand-over to `start()`, never while a command
+/// runs, so the bound never limits how many commands execute at once (an asynchronous command that
+/// waits for the network holds no slot). A command cancelled in the backlog still goes through its
+/// queue, which ends it (as Foundation's queue would).
+enum Admission {
+    /// Slots per quality of service.
+    static let limit = max(64, 16 * ProcessInfo.processInfo.activeProcessorCount)
+
+    /// One quality of service: slots taken and the commands waiting, first in first out (two
+    /// stacks: `incoming` is appended to, `outgoing` popped from, refilled reversed when empty).
+    private struct Class {
+        var inFlight = 0
+        var incoming: [any AdmissionCandidate] = []
+        var outgoing: [any AdmissionCandidate] = []
+
+        var isEmpty: Bool { incoming.isEmpty && outgoing.isEmpty }
+
+        mutating func popFirst() -> (any AdmissionCandidate)? {
+            if outgoing.isEmpty {
+                if incoming.isEmpty { return nil }
+                outgoing = incoming.reversed()
+                incoming = []
+            }
+            return outgoing.popLast()
+        }
+    }
+
+    // Guards every class (one small critical section per admission and per start).
+    private static let classes = Locked<[Int: Class]>([:])
+
+    /// Takes a slot of `slot` (a quality of service's raw value) for `candidate`: true if the
+    /// caller hands it over now; false if it waits and ``started(slot:)`` hands it over later.
+    static func admit(_ candidate: any AdmissionCandidate, slot: Int) -> Bool {
+        classes.withLock { classes in
+            if classes[slot, default: Class()].inFlight < limit {
+                classes[slot, default: Class()].inFlight += 1
+                return true
+            }
+            classes[slot, default: Class()].incoming.append(candidate)
+            return false
+        }
+    }
+
+    /// A command admitted with `slot` started: frees its slot, which the oldest waiting command of
+    /// that class takes (handed over here, outside the lock).
+    static func started(slot: Int) {
+        let next = classes.withLock { classes -> (any AdmissionCandidate)? in
+            if let next = classes[slot]?.popFirst() { return next }
+            classes[slot, default: Class()].inFlight -= 1
+            return nil
+        }
+        next?.handOverAdmitted(slot: slot)
+    }
+
+    /// Commands waiting for a slot of `slot` and slots taken (for tests).
+    static func snapshot(slot: Int) -> (waiting: Int, inFlight: Int) {
+        classes.withLock { classes in
+            guard let entry = classes[slot] else { return (0, 0) }
+            return (entry.incoming.count + entry.outgoing.count, entry.inFlight)
+        }
+    }
+}
+
+extension Command: AdmissionCandidate {
+    func handOverAdmitted(slot: Int) {
+        let makeQueue = queueMaker(lane: false)
+        enqueue(on: machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }, external: false)
+    }
+}

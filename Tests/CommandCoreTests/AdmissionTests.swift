@@ -1,0 +1,152 @@
+import CommandTestSupport
+import Foundation
+import Testing
+
+@testable import CommandCore
+
+/// Records the order in which admitted candidates are handed over.
+private final class FakeCandidate: AdmissionCandidate {
+    let index: Int
+    let log: Log
+    init(_ index: Int, log: Log) {
+        self.index = index
+        self.log = log
+    }
+    func handOverAdmitted(slot: Int) { log.append("\(index)") }
+}
+
+/// A command that records the admission state of its class when it runs.
+private func probe(_ name: String, _ counter: Counter) -> Command<Void> {
+    let command = Command<Void> { result in
+        counter.observe(Admission.snapshot(slot: QualityOfService.utility.rawValue))
+        result.succeed()
+        return nil
+    }
+    command.name = name
+    command.qualityOfService = .utility
+    return command
+}
+
+/// Counts runs and the largest admission figures any run saw.
+private final class Counter: Sendable {
+    private struct State {
+        var runs = 0
+        var maxInFlight = 0
+        var maxWaiting = 0
+    }
+    // Guards the figures.
+    private let state = Locked(State())
+    func observe(_ snapshot: (waiting: Int, inFlight: Int)) {
+        state.withLock {
+            $0.runs += 1
+            $0.maxInFlight = max($0.maxInFlight, snapshot.inFlight)
+            $0.maxWaiting = max($0.maxWaiting, snapshot.waiting)
+        }
+    }
+    var runs: Int { state.withLock { $0.runs } }
+    var maxInFlight: Int { state.withLock { $0.maxInFlight } }
+}
+
+extension CommandState {
+    fileprivate var isCompleted: Bool {
+        if case .completed = self { return true }
+        return false
+    }
+}
+
+@Suite struct AdmissionTests {
+    /// The bound as a value: the first `limit` admissions go through, the rest wait and are handed
+    /// over first in, first out, one per start; slots are returned when nobody waits.
+    @Test func admission_admitsUpToTheLimit_thenHandsOverInArrivalOrder() {
+        let slot = 10_001  // a class of its own: no command uses it
+        let log = Log()
+        let extra = 5
+        var admitted = 0
+        for index in 0..<(Admission.limit + extra) {
+            if Admission.admit(FakeCandidate(index, log: log), slot: slot) { admitted += 1 }
+        }
+        #expect(admitted == Admission.limit)
+        #expect(Admission.snapshot(slot: slot) == (extra, Admission.limit))
+        for _ in 0..<extra { Admission.started(slot: slot) }
+        #expect(log.all == (Admission.limit..<(Admission.limit + extra)).map { "\($0)" })
+        #expect(Admission.snapshot(slot: slot) == (0, Admission.limit))
+        for _ in 0..<Admission.limit { Admission.started(slot: slot) }
+        #expect(Admission.snapshot(slot: slot) == (0, 0))
+    }
+
+    /// A fan-out much wider than the bound: every command runs once, after the root, and no run
+    /// ever saw more slots taken than the bound; every slot is returned.
+    @Test func wideFanOut_runsEveryCommandOnce_withinTheBound() async {
+        let counter = Counter()
+        let root = probe("root", counter)
+        let width = Admission.limit * 20
+        let dependents = (0..<width).map { probe("d\($0)", counter) }
+        let done = Checkpoint(count: width)
+        for dependent in dependents {
+            dependent.addDependency(root)
+            dependent.execute(on: .immediate) { event in if event.isTerminal { done.fulfill() } }
+        }
+        #expect(await done.wait())
+        #expect(counter.runs == width + 1)
+        #expect(dependents.allSatisfy { $0.state.isCompleted })
+        #expect(counter.maxInFlight <= Admission.limit)
+    }
+
+    /// Commands on a queue the user owns never hold a slot: a suspended queue holding more commands
+    /// than the bound does not stop the engine's own commands of the same class.
+    @Test func commandsOnAUsersQueue_holdNoSlot() async {
+        let userQueue = OperationQueue()
+        userQueue.isSuspended = true
+        let held = (0..<(Admission.limit * 2)).map { index -> Command<Void> in
+            let command = Command<Void> { result in
+                result.succeed()
+                return nil
+            }
+            command.name = "held \(index)"
+            command.qualityOfService = .utility
+            command.executeQueue = userQueue
+            return command
+        }
+        let heldDone = Checkpoint(count: held.count)
+        for command in held { command.execute(on: .immediate) { if $0.isTerminal { heldDone.fulfill() } } }
+
+        let counter = Counter()
+        let engine = (0..<(Admission.limit * 2)).map { probe("engine \($0)", counter) }
+        let engineDone = Checkpoint(count: engine.count)
+        for command in engine { command.execute(on: .immediate) { if $0.isTerminal { engineDone.fulfill() } } }
+        #expect(await engineDone.wait())
+        #expect(!heldDone.isFulfilled)
+
+        userQueue.isSuspended = false
+        #expect(await heldDone.wait())
+        #expect(held.allSatisfy { $0.state.isCompleted })
+    }
+
+    /// Commands cancelled while they may wait for a slot still end once, cancelled, and the others
+    /// run: the slots they took or waited for are not lost.
+    @Test func cancelledWhileWaitingForASlot_endsOnce_andLosesNoSlot() async {
+        let counter = Counter()
+        let gate = CommandSubject<Void>()
+        let width = Admission.limit * 4
+        let dependents = (0..<width).map { probe("c\($0)", counter) }
+        let done = Checkpoint(count: width)
+        for dependent in dependents {
+            dependent.addDependency(gate)
+            dependent.execute(on: .immediate) { event in if event.isTerminal { done.fulfill() } }
+        }
+        gate.complete()  // all become ready at once: most wait for a slot
+        for (index, dependent) in dependents.enumerated() where index % 2 == 1 { dependent.cancel() }
+        #expect(await done.wait())
+        for (index, dependent) in dependents.enumerated() where index % 2 == 0 {
+            #expect(dependent.state.isCompleted)
+        }
+        #expect(counter.runs <= width)
+        #expect(counter.runs >= width / 2)
+
+        // The class is whole again: a new wide fan-out still runs to the end.
+        let after = (0..<(Admission.limit * 2)).map { probe("after \($0)", counter) }
+        let afterDone = Checkpoint(count: after.count)
+        for command in after { command.execute(on: .immediate) { if $0.isTerminal { afterDone.fulfill() } } }
+        #expect(await afterDone.wait())
+    }
+}
