@@ -149,7 +149,8 @@ import Testing
     @Test func cancelWhileEnqueued_waitsForTheQueueToStartIt() {
         var machine = Machine()
         _ = machine.claim(walk: 1)
-        _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })  // no dependency: enqueued at once
+        // No dependency: enqueued at once.
+        _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })
         let ending = machine.terminate(.cancelled(.cancelled("x")))
         #expect(ending?.postFinished == false)
         #expect(machine.isCancelled)
