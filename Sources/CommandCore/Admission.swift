@@ -42,7 +42,10 @@ enum Admission {
                 outgoing = incoming.reversed()
                 incoming = []
             }
-            return outgoing.popLast()
+            let next = outgoing.popLast()
+            // A million-wide fan-out left a large buffer: give it back once drained.
+            if outgoing.isEmpty { outgoing = [] }
+            return next
         }
     }
 
