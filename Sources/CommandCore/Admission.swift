@@ -22,7 +22,8 @@ protocol AdmissionCandidate: AnyObject, Sendable {
 /// lane (see `QueuePool`). A slot is held only from hand-over to `start()`, never while a command
 /// runs, so the bound never limits how many commands execute at once (an asynchronous command that
 /// waits for the network holds no slot). A command cancelled in the backlog still goes through its
-/// queue, which ends it (as Foundation's queue would).
+/// queue, which ends it (as Foundation's queue would). Suspending a command's own queue (read from
+/// ``Command/executeQueue`` after it was handed over) keeps its slot until you resume it.
 enum Admission {
     /// Slots per quality of service.
     static let limit = max(64, 16 * ProcessInfo.processInfo.activeProcessorCount)
