@@ -54,7 +54,9 @@ extension CommandState {
     }
 }
 
-@Suite struct AdmissionTests {
+/// Admission (a bound on ready commands waiting in queues), lanes (the first dependent made ready
+/// continues on a serial lane) and the live command count.
+@Suite struct SchedulingTests {
     /// The bound as a value: the first `limit` admissions go through, the rest wait and are handed
     /// over first in, first out, one per start; slots are returned when nobody waits.
     @Test func admission_admitsUpToTheLimit_thenHandsOverInArrivalOrder() {
@@ -148,5 +150,51 @@ extension CommandState {
         let afterDone = Checkpoint(count: after.count)
         for command in after { command.execute(on: .immediate) { if $0.isTerminal { afterDone.fulfill() } } }
         #expect(await afterDone.wait())
+    }
+
+    /// In a chain every command but the first continues on a lane queue; in a fan-out only one of
+    /// the dependents made ready together does, the others run on plain queues (in parallel).
+    @Test func firstDependentMadeReady_continuesOnALane_theOthersDoNot() async {
+        let log = Log()
+        func recording(_ name: String) -> Command<Void> {
+            let command = Command<Void> { result in
+                log.append("\(name):\(OperationQueue.current is LaneQueue ? "lane" : "plain")")
+                result.succeed()
+                return nil
+            }
+            command.name = name
+            return command
+        }
+        let chain = (0..<5).map { recording("c\($0)") }
+        for index in 1..<chain.count { chain[index].addDependency(chain[index - 1]) }
+        #expect(await terminalState(of: chain[4], start: true).isTerminal)
+        #expect(log.all == ["c0:plain", "c1:lane", "c2:lane", "c3:lane", "c4:lane"])
+
+        let fanLog = Log()
+        let root = Command<Void> { result in
+            result.succeed()
+            return nil
+        }
+        let fan = (0..<8).map { index -> Command<Void> in
+            let command = Command<Void> { result in
+                fanLog.append(OperationQueue.current is LaneQueue ? "lane" : "plain")
+                result.succeed()
+                return nil
+            }
+            command.addDependency(root)
+            return command
+        }
+        let done = Checkpoint(count: fan.count)
+        for command in fan { command.execute(on: .immediate) { if $0.isTerminal { done.fulfill() } } }
+        #expect(await done.wait())
+        #expect(fanLog.all.filter { $0 == "lane" }.count == 1)
+        #expect(fanLog.all.filter { $0 == "plain" }.count == 7)
+    }
+
+    /// Every command is counted while alive.
+    @Test func liveCommands_countsTheCommandsAlive() {
+        let commands = (0..<1_000).map { _ in Command<Void>() }
+        #expect(CommandDiagnostics.liveCommands >= commands.count)
+        withExtendedLifetime(commands) {}
     }
 }
