@@ -24,6 +24,7 @@ extension CommandStateMachine {
     var inputOperations: [Operation] { inputLinks.compactMap(\.operation) }
 
     /// Empties the input list (when the command is released).
+    @inline(__always)
     mutating func takeInputs() -> [Operation] {
         defer { inputs = [] }
         return inputs
@@ -115,12 +116,15 @@ extension CommandStateMachine {
     }
 
     /// `run` began: state observers hear about it.
+    @inline(__always)
     mutating func wakeStateObservers() -> [Wakeup] {
         wake { if case .states = $0.sink { return true } else { return false } }
     }
 
+    @inline(__always)
     mutating func wakeAll() -> [Wakeup] { wake { _ in true } }
 
+    @inline(__always)
     mutating func wake(_ include: (ObserverRecord<Output>) -> Bool) -> [Wakeup] {
         var wakeups: [Wakeup] = []
         for index in observers.indices where !observers[index].scheduled && include(observers[index]) {

@@ -13,6 +13,12 @@ import Foundation
 ///                                                                          |
 ///                          (cancelled while its queue holds it) endedBeforeStart --start--> finished
 /// ```
+///
+/// The methods the engine calls on every command are `@inline(__always)`: called from the generic
+/// `Command<Output>`, a method of this generic struct needs the struct's own type metadata, found in a
+/// global hash map on every call (about 300 instructions, 19% of a chain's instructions measured with
+/// callgrind); inlined, it only touches fields whose layout does not depend on `Output` (17% fewer
+/// instructions per command).
 struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// The command's queue settings (not part of the lifecycle, but guarded by the same lock).
@@ -88,6 +94,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     // MARK: - Queries
 
+    @inline(__always)
     var outcome: Outcome? {
         switch lifecycle {
         case .finished(let outcome), .endedBeforeStart(let outcome): return outcome
@@ -103,16 +110,19 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
+    @inline(__always)
     var isExecuting: Bool {
         if case .executing = lifecycle { return true }
         return false
     }
 
+    @inline(__always)
     var isFinished: Bool {
         if case .finished = lifecycle { return true }
         return false
     }
 
+    @inline(__always)
     var isCancelled: Bool { outcome?.isCancelled ?? false }
 
     var observerCount: Int { observers.count }
@@ -194,6 +204,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     /// Empties the edge list (when the command is released).
+    @inline(__always)
     mutating func takeDependencies() -> [Operation] {
         defer {
             dependencies = []
@@ -203,6 +214,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     /// Registers a dependent, or returns this command's outcome if it already ended.
+    @inline(__always)
     mutating func addDependent(_ node: any DependencyNode) -> Registration {
         if let outcome { return .ended(outcome) }
         dependents.append(node)
@@ -212,6 +224,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     // MARK: - The execute walk
 
+    @inline(__always)
     mutating func claim(walk: UInt64) -> Claim {
         switch lifecycle {
         case .pending:
@@ -224,6 +237,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
+    @inline(__always)
     mutating func leaveStack(walk: UInt64) {
         if case .claimed(walk, true) = lifecycle { lifecycle = .claimed(walk: walk, onStack: false) }
     }
@@ -243,6 +257,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// Phase two of the walk in one step: the common case of a command without dependencies goes
     /// straight to its queue (one lock round trip instead of four).
+    @inline(__always)
     mutating func register(walk: UInt64, admitting: Bool, makeQueue: () -> OperationQueue) -> Registering {
         guard case .claimed(walk, _) = lifecycle else { return .none }
         if let misuse { return .fail(misuse) }
@@ -259,24 +274,28 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// The queue to hand the command to (made if needed, marked handed over), or, when `admitting`
     /// and the engine makes the queue, ``HandOver/admission`` and nothing made yet.
+    @inline(__always)
     mutating func handOver(makeQueue: () -> OperationQueue, admitting: Bool) -> HandOver {
         if admitting && queue.isEngineMade && !startedExternally { return .admission }
         return .queue(handOver(makeQueue: makeQueue))
     }
 
     /// Admitted with `slot`: the queue to hand the command to.
+    @inline(__always)
     mutating func handOverAdmitted(slot: Int, makeQueue: () -> OperationQueue) -> OperationQueue {
         queue.admission = slot
         return handOver(makeQueue: makeQueue)
     }
 
     /// The admission slot held, released when the command starts.
+    @inline(__always)
     mutating func takeAdmission() -> Int? {
         defer { queue.admission = nil }
         return queue.admission
     }
 
     /// The queue to hand the command to, made if needed; marks it handed over.
+    @inline(__always)
     mutating func handOver(makeQueue: () -> OperationQueue) -> OperationQueue {
         queue.handedOver = true
         if let existing = queue.queue { return existing }
@@ -297,6 +316,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     /// A dependency (or the registration hold, with `.completed`) finished.
+    @inline(__always)
     mutating func dependencyFinished(
         _ dependencyOutcome: Outcome, dependencyName: String, typeName: @autoclosure () -> String,
         isHold: Bool = false
@@ -343,6 +363,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         return ready()
     }
 
+    @inline(__always)
     private mutating func ready() -> ReadyAction {
         lifecycle = .enqueued
         timing.readyAt = CommandTiming.now
@@ -361,6 +382,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case execute
     }
 
+    @inline(__always)
     mutating func start(external: Bool) -> StartAction {
         switch lifecycle {
         case .enqueued:
@@ -390,6 +412,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// `run` returned `cancelable`.
     /// `run` returned `returned` (nil also when it was not called because the command was cancelled
     /// first); the inputs to release now if the command ended while `run` ran.
+    @inline(__always)
     mutating func runReturned(_ returned: (any Cancelable)?) -> (RunReturnAction, release: [Operation]) {
         runInProgress = false
         var release: [Operation] = []
@@ -409,6 +432,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
+    @inline(__always)
     mutating func end(_ outcome: Outcome) -> Ending {
         timing.endedAt = CommandTiming.now
         if let progress {
@@ -441,12 +465,14 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     /// A terminal event from `run` (complete or fail); only while executing.
+    @inline(__always)
     mutating func finish(_ outcome: Outcome) -> Ending? {
         guard case .executing = lifecycle else { return nil }
         return end(outcome)
     }
 
     /// `succeed`: a value and completion in one step, so observers are woken once, not twice.
+    @inline(__always)
     mutating func succeed(_ value: Output) -> Ending? {
         guard case .executing = lifecycle else { return nil }
         log.append(value)
@@ -455,6 +481,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// Cancel, the execute token or a dependency-independent failure (cycle, misuse, late dependency):
     /// from any state that has not ended.
+    @inline(__always)
     mutating func terminate(_ outcome: Outcome) -> Ending? {
         if self.outcome != nil { return nil }
         return end(outcome)
