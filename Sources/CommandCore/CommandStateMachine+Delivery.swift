@@ -5,6 +5,7 @@ extension CommandStateMachine {
     // MARK: - Values and observers
 
     /// A value from `run`; nil when ignored (not executing).
+    @inline(__always)
     mutating func send(_ value: Output) -> [Wakeup]? {
         guard case .executing = lifecycle else { return nil }
         log.append(value)
@@ -32,8 +33,9 @@ extension CommandStateMachine {
 
     /// Detaches a consumer's observer; true when the command should now be cancelled (no consumer
     /// left, not executed directly, not ended).
+    @inline(__always)
     mutating func releaseConsumer(observer: UInt64) -> Bool {
-        guard let index = observers.firstIndex(where: { $0.id == observer }) else { return false }
+        guard let index = observerIndex(observer) else { return false }
         observers.remove(at: index)
         trim()
         consumers -= 1
@@ -49,6 +51,7 @@ extension CommandStateMachine {
         case observer
     }
 
+    @inline(__always)
     mutating func addObserver(
         context: CallbackContext, sink: ObserverRecord<Output>.Sink, as attachment: Attachment = .observer
     ) -> (id: UInt64, wakeup: Wakeup?) {
@@ -70,9 +73,23 @@ extension CommandStateMachine {
         return (id, hasWork ? Wakeup(observer: id, context: context) : nil)
     }
 
+    @inline(__always)
     mutating func removeObserver(_ id: UInt64) {
-        observers.removeAll { $0.id == id }
+        if let index = observerIndex(id) { observers.remove(at: index) }
         trim()
+    }
+
+    /// Where observer `id` is in `observers`. A plain loop, like the others on `observers` here: a
+    /// generic algorithm of the standard library (`firstIndex(where:)`, `indices`) is not specialised
+    /// for `ObserverRecord<Output>` and looks its metadata and witness tables up on every call.
+    @inline(__always)
+    func observerIndex(_ id: UInt64) -> Int? {
+        var index = 0
+        while index < observers.count {
+            if observers[index].id == id { return index }
+            index += 1
+        }
+        return nil
     }
 
     enum Delivery: Sendable {
@@ -85,8 +102,9 @@ extension CommandStateMachine {
     /// The next thing a drain delivers to `observer`, claimed under the lock. A value is never
     /// claimed once the command was cancelled: that is what makes "no value callback starts after
     /// `cancel()` returned" hold.
+    @inline(__always)
     mutating func nextDelivery(for observer: UInt64) -> Delivery {
-        guard let index = observers.firstIndex(where: { $0.id == observer }) else { return .idle }
+        guard let index = observerIndex(observer) else { return .idle }
         switch observers[index].sink {
         case .events(let handler):
             let cancelled = isCancelled
@@ -127,14 +145,19 @@ extension CommandStateMachine {
     @inline(__always)
     mutating func wake(_ include: (ObserverRecord<Output>) -> Bool) -> [Wakeup] {
         var wakeups: [Wakeup] = []
-        for index in observers.indices where !observers[index].scheduled && include(observers[index]) {
-            observers[index].scheduled = true
-            wakeups.append(Wakeup(observer: observers[index].id, context: observers[index].context))
+        var index = 0
+        while index < observers.count {
+            if !observers[index].scheduled && include(observers[index]) {
+                observers[index].scheduled = true
+                wakeups.append(Wakeup(observer: observers[index].id, context: observers[index].context))
+            }
+            index += 1
         }
         return wakeups
     }
 
     /// Drops values no live observer still needs and the replay policy does not keep.
+    @inline(__always)
     mutating func trim() {
         let keepFrom: Int
         switch replay {
@@ -143,8 +166,12 @@ extension CommandStateMachine {
         case .none: keepFrom = log.endIndex
         }
         var lowest = keepFrom
-        for observer in observers {
-            if case .events = observer.sink, observer.cursor < lowest { lowest = observer.cursor }
+        var index = 0
+        while index < observers.count {
+            if case .events = observers[index].sink, observers[index].cursor < lowest {
+                lowest = observers[index].cursor
+            }
+            index += 1
         }
         log.trim(below: lowest)
     }

@@ -24,14 +24,18 @@ struct ValueLog<Output: Sendable>: Sendable {
     private(set) var startIndex = 0
 
     /// Absolute index one past the newest value.
+    @inline(__always)
     var endIndex: Int { startIndex + storage.count - head }
 
+    @inline(__always)
     var isEmpty: Bool { storage.count == head }
 
+    @inline(__always)
     mutating func append(_ value: Output) {
         storage.append(value)
     }
 
+    @inline(__always)
     func value(at index: Int) -> Output {
         precondition(
             index >= startIndex && index < endIndex, "ValueLog: index \(index) outside \(startIndex)..<\(endIndex)")
@@ -39,6 +43,7 @@ struct ValueLog<Output: Sendable>: Sendable {
     }
 
     /// Drops every value whose absolute index is below `index`.
+    @inline(__always)
     mutating func trim(below index: Int) {
         let drop = min(index, endIndex) - startIndex
         guard drop > 0 else { return }
