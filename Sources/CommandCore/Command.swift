@@ -151,9 +151,11 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     // MARK: - Queue
 
-    /// The queue `run` is called on: made for this command (when it becomes ready; released when it
-    /// ends) unless one is assigned. Assigning after the command was handed to its queue has no effect
-    /// on this run and is reported as a diagnostic. The original's `excuteQueue` / `setExecQueue:`.
+    /// The queue `run` is called on: the command's own, given to it when it is handed over to run
+    /// (an idle queue of the engine's pool, or a new one; back to the pool when the command ends)
+    /// unless one is assigned. Reading it earlier makes one that stays the command's (not pooled).
+    /// Assigning after the command was handed to its queue has no effect on this run and is reported
+    /// as a diagnostic. The original's `excuteQueue` / `setExecQueue:`.
     public var executeQueue: OperationQueue {
         get {
             let makeQueue = queueMaker
