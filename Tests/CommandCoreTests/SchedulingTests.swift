@@ -55,8 +55,9 @@ extension CommandState {
 }
 
 /// Admission (a bound on ready commands waiting in queues), lanes (the first dependent made ready
-/// continues on a serial lane) and the live command count.
-@Suite struct SchedulingTests {
+/// continues on a serial lane) and the live command count. Serialized: the tests read the admission
+/// figures of the `.utility` class, which only this suite uses.
+@Suite(.serialized) struct SchedulingTests {
     /// The bound as a value: the first `limit` admissions go through, the rest wait and are handed
     /// over first in, first out, one per start; slots are returned when nobody waits.
     @Test func admission_admitsUpToTheLimit_thenHandsOverInArrivalOrder() {
@@ -128,28 +129,30 @@ extension CommandState {
     /// run: the slots they took or waited for are not lost.
     @Test func cancelledWhileWaitingForASlot_endsOnce_andLosesNoSlot() async {
         let counter = Counter()
-        let gate = CommandSubject<Void>()
+        let tracker = LeakTracker()
         let width = Admission.limit * 4
-        let dependents = (0..<width).map { probe("c\($0)", counter) }
-        let done = Checkpoint(count: width)
-        for dependent in dependents {
-            dependent.addDependency(gate)
-            dependent.execute(on: .immediate) { event in if event.isTerminal { done.fulfill() } }
-        }
-        gate.complete()  // all become ready at once: most wait for a slot
-        for (index, dependent) in dependents.enumerated() where index % 2 == 1 { dependent.cancel() }
-        #expect(await done.wait())
-        for (index, dependent) in dependents.enumerated() where index % 2 == 0 {
-            #expect(dependent.state.isCompleted)
+        do {
+            let gate = CommandSubject<Void>()
+            let dependents = (0..<width).map { probe("c\($0)", counter) }
+            let done = Checkpoint(count: width)
+            for dependent in dependents {
+                dependent.addDependency(gate)
+                dependent.execute(on: .immediate) { event in if event.isTerminal { done.fulfill() } }
+                tracker.track(dependent)
+            }
+            gate.complete()  // all become ready at once: most wait for a slot
+            for (index, dependent) in dependents.enumerated() where index % 2 == 1 { dependent.cancel() }
+            #expect(await done.wait())
+            for (index, dependent) in dependents.enumerated() where index % 2 == 0 {
+                #expect(dependent.state.isCompleted)
+            }
         }
         #expect(counter.runs <= width)
         #expect(counter.runs >= width / 2)
-
-        // The class is whole again: a new wide fan-out still runs to the end.
-        let after = (0..<(Admission.limit * 2)).map { probe("after \($0)", counter) }
-        let afterDone = Checkpoint(count: after.count)
-        for command in after { command.execute(on: .immediate) { if $0.isTerminal { afterDone.fulfill() } } }
-        #expect(await afterDone.wait())
+        // Released means every command went through its queue's start(), cancelled ones included:
+        // then every slot of the class is back and nothing waits.
+        #expect(await tracker.waitForRelease() == [])
+        #expect(Admission.snapshot(slot: QualityOfService.utility.rawValue) == (0, 0))
     }
 
     /// In a chain every command but the first continues on a lane queue; in a fan-out only one of
@@ -165,16 +168,20 @@ extension CommandState {
             command.name = name
             return command
         }
+        // A gate holds the first command until every command was registered with its dependency:
+        // each one is then made ready by the end of the one before it, never by its registration.
+        let gate = CommandSubject<Void>()
         let chain = (0..<5).map { recording("c\($0)") }
+        chain[0].addDependency(gate)
         for index in 1..<chain.count { chain[index].addDependency(chain[index - 1]) }
-        #expect(await terminalState(of: chain[4], start: true).isTerminal)
-        #expect(log.all == ["c0:plain", "c1:lane", "c2:lane", "c3:lane", "c4:lane"])
+        let chainDone = Checkpoint()
+        chain[4].execute(on: .immediate) { if $0.isTerminal { chainDone.fulfill() } }
+        gate.complete()
+        #expect(await chainDone.wait())
+        #expect(log.all == ["c0:lane", "c1:lane", "c2:lane", "c3:lane", "c4:lane"])
 
         let fanLog = Log()
-        let root = Command<Void> { result in
-            result.succeed()
-            return nil
-        }
+        let root = CommandSubject<Void>()
         let fan = (0..<8).map { index -> Command<Void> in
             let command = Command<Void> { result in
                 fanLog.append(OperationQueue.current is LaneQueue ? "lane" : "plain")
@@ -186,6 +193,7 @@ extension CommandState {
         }
         let done = Checkpoint(count: fan.count)
         for command in fan { command.execute(on: .immediate) { if $0.isTerminal { done.fulfill() } } }
+        root.complete()  // all eight made ready by one ending
         #expect(await done.wait())
         #expect(fanLog.all.filter { $0 == "lane" }.count == 1)
         #expect(fanLog.all.filter { $0 == "plain" }.count == 7)
