@@ -162,7 +162,7 @@ public enum GraphReport {
                 if node.timing.executedAt == nil {
                     what = "never executed"
                 } else if blockers.isEmpty {
-                    what = "ready, waiting for its queue\(waited)"
+                    what = "ready, waiting to start (for an admission slot or in its queue)\(waited)"
                 } else {
                     what =
                         "waiting\(waited) on "
