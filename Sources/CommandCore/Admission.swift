@@ -35,7 +35,15 @@ enum Admission {
         var incoming: [any AdmissionCandidate] = []
         var outgoing: [any AdmissionCandidate] = []
 
-        var isEmpty: Bool { incoming.isEmpty && outgoing.isEmpty }
+        /// Takes a slot (true), or queues `candidate` (false).
+        mutating func admit(_ candidate: any AdmissionCandidate) -> Bool {
+            if inFlight < limit {
+                inFlight += 1
+                return true
+            }
+            incoming.append(candidate)
+            return false
+        }
 
         mutating func popFirst() -> (any AdmissionCandidate)? {
             if outgoing.isEmpty {
@@ -56,14 +64,7 @@ enum Admission {
     /// Takes a slot of `slot` (a quality of service's raw value) for `candidate`: true if the
     /// caller hands it over now; false if it waits and ``started(slot:)`` hands it over later.
     static func admit(_ candidate: any AdmissionCandidate, slot: Int) -> Bool {
-        classes.withLock { classes in
-            if classes[slot, default: Class()].inFlight < limit {
-                classes[slot, default: Class()].inFlight += 1
-                return true
-            }
-            classes[slot, default: Class()].incoming.append(candidate)
-            return false
-        }
+        classes.withLock { $0[slot, default: Class()].admit(candidate) }
     }
 
     /// A command admitted with `slot` started: frees its slot, which the oldest waiting command of

@@ -324,10 +324,13 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     func resultReleased() {
         // Almost every run has ended by now: the message (which formats the type's name) is only
-        // built when it has not. If it ends in between, `finish` below ignores this failure.
-        guard machine.withLock({ $0.outcome == nil }) else { return }
-        let error = CommandError.resultAbandoned(displayName)
-        if let ending = machine.withLock({ $0.finish(.failed(error)) }) { perform(ending) }
+        // built when it has not, in the same critical section (no user code runs in it).
+        let ending = machine.withLock { machine -> Ending? in
+            guard machine.outcome == nil else { return nil }
+            let name = machine.name ?? String(describing: type(of: self))
+            return machine.finish(.failed(CommandError.resultAbandoned(name)))
+        }
+        if let ending { perform(ending) }
     }
 
     /// Everything an ending does after the lock was released.
