@@ -90,6 +90,6 @@ enum Admission {
 extension Command: AdmissionCandidate {
     func handOverAdmitted(slot: Int) {
         let makeQueue = queueMaker(lane: false)
-        enqueue(on: machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }, external: false)
+        enqueue(on: machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) })
     }
 }

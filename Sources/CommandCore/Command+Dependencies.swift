@@ -33,7 +33,14 @@ func describe(_ operation: Operation) -> String {
 extension Command: DependencyNode {
     var dependencySnapshot: [Operation] { machine.withLock { $0.dependencies } }
 
-    func claim(walk: UInt64) -> Claim { machine.withLock { $0.claim(walk: walk) } }
+    func claim(walk: UInt64) -> Claim {
+        let claim = machine.withLock { $0.claim(walk: walk) }
+        if case .finishedNow = claim {
+            publishFinished()
+            return .notPending
+        }
+        return claim
+    }
 
     func leaveStack(walk: UInt64) { machine.withLock { $0.leaveStack(walk: walk) } }
 
@@ -113,7 +120,7 @@ extension Command: DependencyNode {
                 for frame in stack[start...] {
                     cycles[ObjectIdentifier(frame.node)] = .cycle(frame.node.displayName, path: path)
                 }
-            case .notPending:
+            case .notPending, .finishedNow:
                 break
             }
         }
@@ -143,8 +150,11 @@ extension Command: DependencyNode {
         case .fail(let error):
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
             return []
-        case .enqueue(let queue, let external):
-            enqueue(on: queue, external: external)
+        case .enqueue(let queue):
+            enqueue(on: queue)
+            return []
+        case .startedReady:
+            enqueue(external: true)
             return []
         case .register(let list):
             dependencies = list
@@ -225,8 +235,10 @@ extension Command: DependencyNode {
             $0.addDependency(operation, isSelf: isSelf, typeName: String(describing: Self.self))
         }
         switch action {
-        case .none, .duplicate:
+        case .duplicate:
             return
+        case .none:
+            if !isSelf { trackReadiness(of: operation) }
         case .failNow(let error):
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
         case .ignoredFinished:
@@ -235,6 +247,7 @@ extension Command: DependencyNode {
             let error = CommandError.dependencyAddedAfterStart(displayName, dependency: describe(operation))
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
         case .registerLate:
+            trackReadiness(of: operation)
             if let node = operation as? any DependencyNode {
                 switch node.addDependent(self) {
                 case .registered(let pending):
@@ -263,7 +276,12 @@ extension Command: DependencyNode {
     }
 
     func removeEdge(_ operation: Operation) {
-        if !machine.withLock({ $0.removeDependency(operation) }) {
+        switch machine.withLock({ $0.removeDependency(operation) }) {
+        case .removed:
+            untrackReadiness(of: operation)
+        case .absent:
+            break
+        case .refused:
             diagnose(
                 .dependencyAddedAfterStart,
                 "removeDependency(\(describe(operation))) after execute is ignored: remove edges before executing.")

@@ -144,10 +144,25 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         machine.withLock { $0.name } ?? String(describing: type(of: self))
     }
 
-    public final override var isExecuting: Bool { machine.withLock { $0.isExecuting } }
-    public final override var isFinished: Bool { machine.withLock { $0.isFinished } }
-    public final override var isCancelled: Bool { machine.withLock { $0.isCancelled } }
+    /// True while `run` is executing (as published to KVO observers).
+    public final override var isExecuting: Bool { machine.withLock { $0.face.executing } }
+    /// True once the command ended and something started it: the queue holding it, `start()`,
+    /// `execute`, or the engine running a graph. A command cancelled before any of these stays
+    /// unfinished until one of them starts it, as a Foundation operation does.
+    public final override var isFinished: Bool { machine.withLock { $0.face.finished } }
+    /// True once the command was cancelled (by `cancel()`, a cancelled or failed dependency, or its
+    /// last consumer detaching).
+    public final override var isCancelled: Bool { machine.withLock { $0.face.cancelled } }
     public final override var isAsynchronous: Bool { true }
+    /// Foundation's rule: true when every dependency finished, or when the command was cancelled (a
+    /// cancel breaks the wait: the queue starts it and it finishes at once). Changes are posted as
+    /// KVO pairs, so a user's `OperationQueue` starts a command only when it is ready.
+    public final override var isReady: Bool {
+        let (cancelled, commandsDone) = machine.withLock { ($0.face.cancelled, $0.face.dependenciesFinished) }
+        if cancelled { return true }
+        // `super.isReady` counts the plain `Operation` dependencies (given to Foundation's `addDependency`).
+        return commandsDone && super.isReady
+    }
 
     // MARK: - Queue
 
@@ -212,10 +227,18 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// The dependencies given to `addDependency`, in order.
     public final override var dependencies: [Operation] { dependencySnapshot }
 
-    /// Starts the command: used by an `OperationQueue` the command was added to, or called directly.
-    /// Equivalent to executing it without an observer. Never call `super.start()`.
+    /// Starts the command: what an `OperationQueue` holding it calls once it ``isReady``, or a call of
+    /// your own, from any thread.
+    ///
+    /// If nothing has claimed the run yet and every dependency finished, `run` is called right here,
+    /// on the calling thread: inside it `OperationQueue.current` is the queue that called `start()`
+    /// (its `underlyingQueue` honoured). If dependencies are unfinished (only a direct call can do
+    /// that: a queue waits for ``isReady``), it is executed as by `execute`, and runs on
+    /// ``executeQueue`` once they finished. If `execute` or another `start()` already claimed the run,
+    /// this call only records that the caller waits for `isFinished`, which is posted when the run ends.
+    /// A command that was cancelled before it started finishes here. Never calls `super.start()`.
     public final override func start() {
-        begin(external: true)
+        startFromOutside()
     }
 
     /// Cancels the command; see the type's discussion. Idempotent; any thread.
@@ -225,6 +248,12 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         perform(ending)
     }
 
+    /// Foundation's own `addDependency`, for a plain `Operation` dependency (see `trackReadiness`).
+    func foundationAddDependency(_ operation: Operation) { super.addDependency(operation) }
+
+    /// Foundation's own `removeDependency`, for a plain `Operation` dependency.
+    func foundationRemoveDependency(_ operation: Operation) { super.removeDependency(operation) }
+
     func begin(external: Bool) {
         let (action, slot) = machine.withLock { ($0.start(external: external), $0.takeAdmission()) }
         // The slot goes to the next command waiting for one before this one runs.
@@ -233,7 +262,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         case .none:
             return
         case .postFinished:
-            postFinished()
+            publishFinished()
         case .execute:
             executeGraph()
         case .run(let body, let wakeups):
@@ -242,12 +271,13 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     }
 
     private func runNow(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: [Wakeup]) {
-        didChangeValue(forKey: "isExecuting")
+        publish(.executing) { $0.executing = true }
         if !wakeups.isEmpty {
             schedule(wakeups)
         }
         // A state observer (or another thread) may have cancelled it already: then `run` is not called.
-        let returned = isCancelled ? nil : run(CommandResult(self, body: body))
+        let cancelled = machine.withLock { $0.isCancelled }
+        let returned = cancelled ? nil : run(CommandResult(self, body: body))
         var (action, release) = machine.withLock { $0.runReturned(returned) }
         switch action {
         case .keep, .drop: break
@@ -266,12 +296,14 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         return { QueuePool.take(qualityOfService, lane: lane) }
     }
 
-    /// Hands the ready command to its queue (through ``Admission`` unless it continues on a lane).
+    /// Hands the ready command to its queue (through ``Admission`` unless it continues on a lane); a
+    /// command made ready inside its own `start()` runs there instead.
     func enqueue(external: Bool, lane: Bool = false) {
+        if external && isBeingStartedHere { return runInStart() }
         let makeQueue = queueMaker(lane: lane)
         let admitting = !lane && !InlineExecution.isOn
         switch machine.withLock({ $0.handOver(makeQueue: makeQueue, admitting: admitting) }) {
-        case .queue(let queue): enqueue(on: queue, external: external)
+        case .queue(let queue): enqueue(on: queue)
         case .admission: admit()
         }
     }
@@ -282,14 +314,12 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if Admission.admit(self, slot: slot) { handOverAdmitted(slot: slot) }
     }
 
-    func enqueue(on queue: OperationQueue, external: Bool) {
+    /// Schedules the run on `queue`. The command object itself is never added to a queue by the
+    /// engine: a queue of the user's may hold it (Foundation traps on a second enqueue), so a small
+    /// block operation calls `begin`, which runs it unless a `start()` claimed it first.
+    func enqueue(on queue: OperationQueue) {
         if InlineExecution.isOn { return begin(external: false) }
-        if external {
-            // Already held by a queue that started it: Foundation would refuse to enqueue it again.
-            queue.addOperation { [self] in begin(external: false) }
-        } else {
-            queue.addOperation(self)
-        }
+        queue.addOperation { [self] in begin(external: false) }
     }
 
     // MARK: - Events from the result sink
@@ -304,7 +334,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     func receiveTerminal(_ outcome: Outcome, event: @autoclosure () -> String) {
         guard let ending = machine.withLock({ $0.finish(outcome) }) else {
-            if !isCancelled {
+            if !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "\(event()) was called after the terminal event; it is ignored.")
             }
             return
@@ -314,7 +344,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     func receiveSuccess(_ value: Output) {
         guard let ending = machine.withLock({ $0.succeed(value) }) else {
-            if !isCancelled {
+            if !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "succeed(\(value)) was called after the terminal event; it is ignored.")
             }
             return
@@ -341,8 +371,8 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// An ending's effects on this command; returns what its dependents must be told.
     func performLocally(_ ending: Ending) -> Propagation? {
         ending.cancelable?.cancel()
-        if ending.wasExecuting { didChangeValue(forKey: "isExecuting") }
-        if ending.postFinished { postFinished() }
+        // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.
+        withExtendedLifetime(self) { publish(ending) }
         schedule(ending.wakeups)
         let recycled = machine.withLock { machine -> (OperationQueue, Bool)? in
             guard machine.queue.ownsQueue, let queue = machine.queue.queue else { return nil }
@@ -358,10 +388,6 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         return Propagation(outcome: ending.outcome, source: self, dependents: ending.dependents)
     }
 
-    private func postFinished() {
-        didChangeValue(forKey: "isFinished")
-    }
-
     func diagnose(_ code: CommandError.Code, _ message: String) {
         CommandDiagnostics.report(
             CommandDiagnostic(commandID: ObjectIdentifier(self), command: displayName, code: code, message: message))
@@ -373,6 +399,11 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         // One owner of the references only, handed over to DeferredRelease: any other copy kept
         // here would be released when deinit returns, recursively.
         var released = machine.withLock { $0.takeDependencies() + $0.takeInputs() }
+        // Foundation keeps an unretained pointer to this command in each plain `Operation` dependency
+        // it was given to; a dependency finishing after this command is freed would crash.
+        for dependency in released where !(dependency is any DependencyNode) {
+            foundationRemoveDependency(dependency)
+        }
         if !released.isEmpty { DeferredRelease.release(&released) }
         let callbacks = machine.withLock { $0.releaseCallbacks }
         for callback in callbacks { callback() }

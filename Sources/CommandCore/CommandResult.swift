@@ -48,7 +48,7 @@ public struct CommandResult<Output: Sendable>: Sendable {
     }
 
     /// True once the command was cancelled; long work should check it and stop early.
-    public var isCancelled: Bool { run.command.isCancelled }
+    public var isCancelled: Bool { run.command.machine.withLock { $0.isCancelled } }
 }
 
 extension CommandResult where Output == Void {

@@ -46,6 +46,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     private(set) var lifecycle: Lifecycle = .pending
+    /// What Foundation sees (KVO flags as published, readiness for a user's queue).
+    var face = OperationFace()
     private(set) var timing = CommandTiming()
     /// Made on first use (most commands never report progress).
     var progress: Progress?
@@ -191,16 +193,14 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
-    /// Removes an edge; only before execute. Returns false when refused.
-    mutating func removeDependency(_ operation: Operation) -> Bool {
-        switch lifecycle {
-        case .pending:
-            dependencies.removeAll { $0 === operation }
-            dependencyIDs.remove(ObjectIdentifier(operation))
-            return true
-        default:
-            return false
-        }
+    enum Removal: Sendable { case removed, absent, refused }
+
+    /// Removes an edge; only before execute.
+    mutating func removeDependency(_ operation: Operation) -> Removal {
+        guard case .pending = lifecycle else { return .refused }
+        guard dependencyIDs.remove(ObjectIdentifier(operation)) != nil else { return .absent }
+        dependencies.removeAll { $0 === operation }
+        return .removed
     }
 
     /// Empties the edge list (when the command is released).
@@ -232,6 +232,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
             return .claimed(dependencies)
         case .claimed(let owner, let onStack) where owner == walk:
             return onStack ? .onStack : .notPending
+        case .endedBeforeStart(let outcome):
+            // Cancelled before anything started it: executing it is starting it, so it finishes now.
+            lifecycle = .finished(outcome)
+            return .finishedNow
         default:
             return .notPending
         }
@@ -245,8 +249,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     enum Registering: Sendable {
         /// Register with these dependencies (the count includes a hold to release after).
         case register([Operation])
-        /// Ready at once (no dependency): hand it to `queue` (`external`: through a trampoline).
-        case enqueue(OperationQueue, external: Bool)
+        /// Ready at once (no dependency): hand it to `queue`.
+        case enqueue(OperationQueue)
+        /// Ready at once and started by `start()`: run it in that call if it is still on the stack.
+        case startedReady
         /// Ready at once, to a queue the engine makes: through ``Admission``.
         case admission
         /// Fail with this misuse (a self-dependency).
@@ -265,8 +271,9 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         if dependencies.isEmpty {
             lifecycle = .enqueued
             timing.readyAt = timing.executedAt
-            if admitting && !startedExternally && queue.isEngineMade { return .admission }
-            return .enqueue(handOver(makeQueue: makeQueue), external: startedExternally)
+            if startedExternally { return .startedReady }
+            if admitting && queue.isEngineMade { return .admission }
+            return .enqueue(handOver(makeQueue: makeQueue))
         }
         lifecycle = .waiting(remaining: dependencies.count + 1)
         return .register(dependencies)
@@ -445,10 +452,13 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         let wasExecuting = isExecuting
         let postFinished: Bool
         switch lifecycle {
-        case .enqueued where !startedExternally:
+        case .pending:
+            // Nothing started it or executed it: like a cancelled Foundation operation, it finishes when
+            // something starts it (the queue holding it, `start()`, `execute`), never behind a queue's back.
             lifecycle = .endedBeforeStart(outcome)
             postFinished = false
         default:
+            // Started, or executed (the engine owns its run): it finishes now.
             lifecycle = .finished(outcome)
             postFinished = true
         }

@@ -29,6 +29,13 @@ protocol DependencyNode: AnyObject, Sendable {
     var displayName: String { get }
     /// The order the command was created in.
     var creationOrder: UInt64 { get }
+    /// Registers `node` to be told (``faceDependencyDidFinish()``) when this command publishes
+    /// `isFinished`; false if it already did.
+    func addFaceWatcher(_ node: any DependencyNode) -> Bool
+    /// Unregisters `node`; false if it was not waiting any more.
+    func removeFaceWatcher(_ node: any DependencyNode) -> Bool
+    /// A dependency that is a command published `isFinished`: readiness for a user's queue.
+    func faceDependencyDidFinish()
 }
 
 /// What a node that just ended hands to the propagation loop.
@@ -54,6 +61,9 @@ enum Claim: Sendable {
     case onStack
     /// Already executed (by this walk or another), running or finished: do not descend.
     case notPending
+    /// It had ended before anything started it (a cancel); the walk starts it, so it publishes
+    /// `isFinished` now. Do not descend.
+    case finishedNow
 }
 
 // MARK: - Actions (non-generic: generic nested types cost a metadata lookup per use in unspecialised code)
@@ -116,8 +126,9 @@ enum Lifecycle: Sendable {
     /// Handed to its queue; `start()` not called yet.
     case enqueued
     case executing
-    /// Ended while its queue held it and had not started it: Foundation requires the queue to
-    /// start it, and `isFinished` turns true then.
+    /// Ended (cancelled) before anything started or executed it: like a cancelled Foundation
+    /// operation, `isFinished` turns true when something starts it (the queue holding it, `start()`,
+    /// `execute`).
     case endedBeforeStart(Outcome)
     case finished(Outcome)
 }

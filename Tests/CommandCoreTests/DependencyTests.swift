@@ -153,7 +153,8 @@ private func logging(_ name: String, _ log: Log, fail: Bool = false) -> Command<
         let log = Log()
         let command = logging("never", log)
         command.cancel()
-        #expect(command.isFinished && command.isCancelled)
+        // Foundation's rule: cancelled and ready, but unfinished until something starts it.
+        #expect(!command.isFinished && command.isCancelled && command.isReady)
         let recorder = Recorder<String>()
         command.execute(recorder.handler)
         #expect(await recorder.waitForTerminal())

@@ -13,7 +13,7 @@ import Testing
         guard case .claimed = machine.claim(walk: 1) else { Issue.record("claim failed"); return machine }
         machine.leaveStack(walk: 1)
         guard
-            case .enqueue(_, external: false) = machine.register(
+            case .enqueue = machine.register(
                 walk: 1, admitting: false, makeQueue: { OperationQueue() })
         else {
             Issue.record("not enqueued"); return machine
@@ -146,17 +146,66 @@ import Testing
         guard case .notPending = machine.claim(walk: 4) else { Issue.record("stolen by another walk"); return }
     }
 
-    @Test func cancelWhileEnqueued_waitsForTheQueueToStartIt() {
+    /// Foundation's rule: a cancelled operation that nothing started stays unfinished until its queue
+    /// (or `start()`, or `execute`) starts it; then it finishes without running.
+    @Test func cancelBeforeAnythingStartedIt_staysUnfinished_untilStarted() {
         var machine = Machine()
-        _ = machine.claim(walk: 1)
-        // No dependency: enqueued at once.
-        _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })
         let ending = machine.terminate(.cancelled(.cancelled("x")))
         #expect(ending?.postFinished == false)
         #expect(machine.isCancelled)
         #expect(machine.isFinished == false)
-        guard case .postFinished = machine.start(external: false) else { Issue.record("start"); return }
+        guard case .postFinished = machine.start(external: true) else { Issue.record("start"); return }
         #expect(machine.isFinished)
+        guard case .none = machine.start(external: true) else { Issue.record("started twice"); return }
+    }
+
+    /// Executing a cancelled, never-started command starts it: the walk finishes it.
+    @Test func cancelBeforeStart_thenExecuted_finishesInTheWalk() {
+        var machine = Machine()
+        _ = machine.terminate(.cancelled(.cancelled("x")))
+        guard case .finishedNow = machine.claim(walk: 1) else { Issue.record("claim"); return }
+        #expect(machine.isFinished)
+        guard case .notPending = machine.claim(walk: 2) else { Issue.record("finished twice"); return }
+    }
+
+    /// Once the engine executed it, the engine owns the run: a cancel before it ran finishes it now
+    /// (its block on the queue finds it finished and does nothing).
+    @Test func cancelWhileEnqueued_finishesNow_andTheQueuedBlockDoesNothing() {
+        var machine = Machine()
+        _ = machine.claim(walk: 1)
+        _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })
+        let ending = machine.terminate(.cancelled(.cancelled("x")))
+        #expect(ending?.postFinished == true)
+        #expect(machine.isFinished)
+        guard case .none = machine.start(external: false) else { Issue.record("ran after cancel"); return }
+    }
+
+    /// `start()` on a ready command whose run the engine scheduled but not begun takes the run over;
+    /// the engine's block then finds it executing.
+    @Test func externalStart_whileEnqueued_takesTheRun_once() {
+        var machine = Machine()
+        _ = machine.claim(walk: 1)
+        _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })
+        guard case .run = machine.start(external: true) else { Issue.record("not run"); return }
+        guard case .none = machine.start(external: false) else { Issue.record("ran twice"); return }
+        guard case .none = machine.start(external: true) else { Issue.record("ran twice"); return }
+    }
+
+    /// A face value: readiness counts command dependencies, and a cancel makes the command ready.
+    @Test func face_readiness_countsDependencies_andACancelMakesItReady() {
+        var face = OperationFace()
+        #expect(face.isReady && face.readinessTarget)
+        face.dependencyAdded()
+        face.dependencyAdded()
+        #expect(!face.readinessTarget)
+        face.dependenciesFinished = face.readinessTarget
+        #expect(!face.isReady)
+        face.dependencyGone()
+        #expect(!face.readinessTarget)
+        face.cancelled = true
+        #expect(face.isReady)
+        face.dependencyGone()
+        #expect(face.readinessTarget)
     }
 
     @Test func delivery_isInOrder_andTheTerminalEventComesLast() {

@@ -1,0 +1,132 @@
+import Foundation
+
+// The face Foundation sees: `isReady`, the KVO pairs, `start()`, and readiness for a user's queue.
+// Every `willChangeValue(forKey:)` / `didChangeValue(forKey:)` of the library is in `publish(_:_:)`.
+
+extension Command {
+    /// Posts `keys` as KVO pairs around `apply`: every `willChangeValue(forKey:)`, then the published
+    /// flags change (under the command's lock), then every `didChangeValue(forKey:)` in the same
+    /// order, `isFinished` last. Never called with the lock held: Foundation reads the flags back
+    /// synchronously from `didChangeValue` (and on Linux a queue schedules its next operation there).
+    ///
+    /// The only place in the library that posts KVO (`scripts/check-portability.sh` checks it).
+    func publish(_ keys: FaceKeys, _ apply: (inout OperationFace) -> Void) {
+        let names = keys.names
+        for name in names { willChangeValue(forKey: name) }
+        machine.withLock { apply(&$0.face) }
+        for name in names { didChangeValue(forKey: name) }
+    }
+
+    /// Publishes what an ending changed: `isCancelled` (and `isReady`, which a cancel makes true),
+    /// `isExecuting` if it was running, `isFinished` if something had started it; then tells the
+    /// dependents waiting for `isFinished` in a user's queue.
+    func publish(_ ending: Ending) {
+        var keys: FaceKeys = []
+        let cancelled = ending.outcome.isCancelled
+        if cancelled {
+            keys.insert(.cancelled)
+            if !machine.withLock({ $0.face.isReady }) { keys.insert(.ready) }
+        }
+        if ending.wasExecuting { keys.insert(.executing) }
+        if ending.postFinished { keys.insert(.finished) }
+        if keys.isEmpty { return }
+        publish(keys) { face in
+            if cancelled { face.cancelled = true }
+            if ending.wasExecuting { face.executing = false }
+            if ending.postFinished { face.finished = true }
+        }
+        if ending.postFinished { tellWatchers() }
+    }
+
+    /// `isFinished` turns true for a command that had ended before anything started it.
+    func publishFinished() {
+        publish(.finished) { $0.finished = true }
+        tellWatchers()
+    }
+
+    private func tellWatchers() {
+        let watchers = machine.withLock { $0.face.takeWatchers() }
+        for watcher in watchers { watcher.node?.faceDependencyDidFinish() }
+    }
+
+    /// Publishes `isReady` if the command dependencies' state changed what it should be.
+    func publishReadiness() {
+        let stale = machine.withLock { $0.face.readinessTarget != $0.face.dependenciesFinished }
+        guard stale else { return }
+        publish(.ready) { $0.dependenciesFinished = $0.readinessTarget }
+    }
+
+    /// Records `operation` as a dependency for Foundation's readiness: a command dependency is
+    /// counted here and tells this command when it publishes `isFinished`; a plain `Operation` is
+    /// given to Foundation's own `addDependency`, which counts it and posts `isReady` when it finishes.
+    func trackReadiness(of operation: Operation) {
+        if let node = operation as? any DependencyNode {
+            machine.withLock { $0.face.dependencyAdded() }
+            if !node.addFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
+            publishReadiness()
+        } else {
+            foundationAddDependency(operation)
+        }
+    }
+
+    /// Forgets `operation` for readiness (an edge removed before executing).
+    func untrackReadiness(of operation: Operation) {
+        if let node = operation as? any DependencyNode {
+            if node.removeFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
+            publishReadiness()
+        } else {
+            foundationRemoveDependency(operation)
+        }
+    }
+
+    func addFaceWatcher(_ node: any DependencyNode) -> Bool {
+        machine.withLock { $0.face.addWatcher(node) }
+    }
+
+    func removeFaceWatcher(_ node: any DependencyNode) -> Bool {
+        machine.withLock { $0.face.removeWatcher(node) }
+    }
+
+    func faceDependencyDidFinish() {
+        machine.withLock { $0.face.dependencyGone() }
+        publishReadiness()
+    }
+
+    // MARK: - start()
+
+    /// `start()`: run now, on the calling thread, if nothing claimed the run yet; see ``start()``.
+    func startFromOutside() {
+        let scope = StartScope.current
+        scope.starting.append(ObjectIdentifier(self))
+        defer { scope.starting.removeLast() }
+        begin(external: true)
+    }
+
+    /// Whether this command is being started by a `start()` call further up this thread's stack (so
+    /// a command that turns out ready runs right there, on the queue that called `start()`).
+    var isBeingStartedHere: Bool {
+        StartScope.current.starting.last == ObjectIdentifier(self)
+    }
+
+    /// Runs the command now, inside `start()`: `run` sees the queue that called `start()` as
+    /// `OperationQueue.current`, and that queue is the command's ``executeQueue`` for this run unless
+    /// one was assigned.
+    func runInStart() {
+        let current = OperationQueue.current
+        machine.withLock { machine in
+            machine.queue.handedOver = true
+            if machine.queue.queue == nil, let current {
+                machine.queue.queue = current
+                machine.queue.ownsQueue = false
+            }
+        }
+        begin(external: false)
+    }
+}
+
+/// The commands whose `start()` is running on this thread, innermost last.
+final class StartScope {
+    var starting: [ObjectIdentifier] = []
+    private static let perThread = ThreadLocal { StartScope() }
+    static var current: StartScope { perThread.current }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// What Foundation and a user's `OperationQueue` see of a command: the four KVO-observable flags of an
+/// asynchronous `Operation`, as last *published*, and the bookkeeping that decides `isReady` for a
+/// queue that holds the command.
+///
+/// The command's lifecycle (``CommandStateMachine``) changes under the command's lock; these flags change
+/// only inside ``Command``'s KVO helper, between `willChangeValue(forKey:)` and `didChangeValue(forKey:)`,
+/// so an observer never sees a value change outside its pair. A value type, tested without threads.
+struct OperationFace: Sendable {
+    /// `isExecuting` as published.
+    var executing = false
+    /// `isFinished` as published: true once the command ended *and* something started it (its queue,
+    /// `start()`, `execute`, or the engine running a graph).
+    var finished = false
+    /// `isCancelled` as published.
+    var cancelled = false
+    /// Every dependency that is a command has published `isFinished` (as published; plain `Operation`
+    /// dependencies are counted by Foundation itself).
+    var dependenciesFinished = true
+    /// Dependencies that are commands and have not published `isFinished` yet.
+    private(set) var unfinishedDependencies = 0
+    /// Dependents told when this command publishes `isFinished` (held weakly: a graph that is built and
+    /// dropped without running must be freed).
+    private var watchers: [WeakNode] = []
+
+    /// `isReady` for the command part: a cancelled command is ready (Foundation's rule: a cancel
+    /// breaks a wait); otherwise when every command dependency finished.
+    var isReady: Bool { cancelled || dependenciesFinished }
+
+    /// The value `dependenciesFinished` should be published with.
+    var readinessTarget: Bool { unfinishedDependencies == 0 }
+
+    /// A command dependency was added and is not finished.
+    mutating func dependencyAdded() { unfinishedDependencies += 1 }
+
+    /// A command dependency finished, was removed, or was found already finished.
+    mutating func dependencyGone() {
+        precondition(unfinishedDependencies > 0, "OperationFace: more dependencies finished than were added")
+        unfinishedDependencies -= 1
+    }
+
+    /// Registers `node` to be told when this command publishes `isFinished`; false if it already did.
+    mutating func addWatcher(_ node: any DependencyNode) -> Bool {
+        if finished { return false }
+        watchers.append(WeakNode(node))
+        return true
+    }
+
+    /// Removes `node`; false if it was not waiting (this command finished and told it, or is telling it).
+    mutating func removeWatcher(_ node: any DependencyNode) -> Bool {
+        guard let index = watchers.firstIndex(where: { $0.node === node }) else { return false }
+        watchers.remove(at: index)
+        return true
+    }
+
+    /// The watchers to tell, once `finished` was published; empties the list.
+    mutating func takeWatchers() -> [WeakNode] {
+        defer { watchers = [] }
+        return watchers
+    }
+}
+
+/// A weak reference to a dependent waiting for a command's `isFinished`.
+struct WeakNode: Sendable {
+    weak var node: (any DependencyNode)?
+    init(_ node: any DependencyNode) { self.node = node }
+}
+
+/// The KVO keys a command publishes, in the order their `willChangeValue` calls are made.
+struct FaceKeys: OptionSet, Sendable {
+    let rawValue: UInt8
+    static let ready = FaceKeys(rawValue: 1)
+    static let cancelled = FaceKeys(rawValue: 2)
+    static let executing = FaceKeys(rawValue: 4)
+    static let finished = FaceKeys(rawValue: 8)
+
+    /// Foundation's key names, ready first and finished last (a queue reacts to `isFinished`, so every
+    /// other flag is already published when it does).
+    var names: [String] {
+        var names: [String] = []
+        if contains(.ready) { names.append("isReady") }
+        if contains(.cancelled) { names.append("isCancelled") }
+        if contains(.executing) { names.append("isExecuting") }
+        if contains(.finished) { names.append("isFinished") }
+        return names
+    }
+}
