@@ -389,9 +389,15 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case execute
     }
 
+    /// `external`: `start()` was called (by a queue holding the command, or by hand); otherwise the
+    /// engine's own block on the command's queue. A run the engine claimed stays the engine's: an
+    /// external start of an enqueued command only records that the caller waits for `isFinished`.
     @inline(__always)
     mutating func start(external: Bool) -> StartAction {
         switch lifecycle {
+        case .enqueued where external:
+            startedExternally = true
+            return .none
         case .enqueued:
             lifecycle = .executing
             timing.startedAt = CommandTiming.now

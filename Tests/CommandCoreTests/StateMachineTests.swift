@@ -180,14 +180,14 @@ import Testing
         guard case .none = machine.start(external: false) else { Issue.record("ran after cancel"); return }
     }
 
-    /// `start()` on a ready command whose run the engine scheduled but not begun takes the run over;
-    /// the engine's block then finds it executing.
-    @Test func externalStart_whileEnqueued_takesTheRun_once() {
+    /// `start()` on a command whose run the engine already scheduled does not take the run over (the
+    /// engine claimed it: it stays on its queue); the engine's block runs it, once.
+    @Test func externalStart_whileEnqueued_leavesTheRunToTheEngine() {
         var machine = Machine()
         _ = machine.claim(walk: 1)
         _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })
-        guard case .run = machine.start(external: true) else { Issue.record("not run"); return }
-        guard case .none = machine.start(external: false) else { Issue.record("ran twice"); return }
+        guard case .none = machine.start(external: true) else { Issue.record("taken over"); return }
+        guard case .run = machine.start(external: false) else { Issue.record("not run"); return }
         guard case .none = machine.start(external: true) else { Issue.record("ran twice"); return }
     }
 
