@@ -52,7 +52,9 @@ import Testing
         if queue.operationCount != 0 { return "operationCount \(queue.operationCount)" }
         let entries = log.entries
         for node in 0..<shape.count {
-            guard let entry = entries[node], entry.runs == 1 else { return "n\(node) ran \(entries[node]?.runs ?? 0) times" }
+            guard let entry = entries[node], entry.runs == 1 else {
+                return "n\(node) ran \(entries[node]?.runs ?? 0) times"
+            }
             for dependency in shape.dependencies(of: node) {
                 let ended = entries[dependency]?.endedAt ?? .max
                 if ended > entry.startedAt { return "n\(node) started before n\(dependency) ended" }
@@ -68,7 +70,9 @@ import Testing
     /// `cancelAllOperations()` on a suspended queue: every command ends cancelled without running,
     /// every block operation is cancelled; resumed, the queue starts and finishes them all.
     @Test func cancelAllOperations_onASuspendedQueue_endsEveryOperation_noneRuns() async {
-        for mix: [NodeKind] in [[.commandNow, .block, .commandLater, .block], [.commandLater, .commandNow, .commandNow, .commandLater]] {
+        for mix: [NodeKind] in [
+            [.commandNow, .block, .commandLater, .block], [.commandLater, .commandNow, .commandNow, .commandLater],
+        ] {
             let log = StepLog()
             let queue = OperationQueue()
             queue.isSuspended = true
@@ -309,7 +313,9 @@ import Testing
         queue.underlyingQueue = dispatchQueue
         let seen = Locked<(ObjectIdentifier?, Int?)>((nil, nil))
         let command = Command<Int> { result in
-            seen.withLock { $0 = (OperationQueue.current.map(ObjectIdentifier.init), DispatchQueue.getSpecific(key: key)) }
+            seen.withLock {
+                $0 = (OperationQueue.current.map(ObjectIdentifier.init), DispatchQueue.getSpecific(key: key))
+            }
             result.succeed(1)
             return nil
         }
