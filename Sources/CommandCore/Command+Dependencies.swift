@@ -179,29 +179,16 @@ extension Command: DependencyNode {
         return late
     }
 
-    /// Watches a plain `Operation` dependency through its `completionBlock` (Foundation posts no
-    /// usable KVO on Linux): the previous block is wrapped, runs first, and is restored after.
+    /// Watches a plain `Operation` dependency with a small watcher operation that depends on it alone
+    /// (see ``PlainOperationWatcher``); the dependency's `completionBlock` is left to its owner.
     private func watch(_ operation: Operation) {
-        let once = OnceFlag()
-        let previous = operation.completionBlock
-        let notify: @Sendable () -> Void = { [self] in
-            guard once.claim() else { return }
-            operation.completionBlock = previous
+        PlainOperationWatcher.watch(operation) { [self] in
             let outcome: Outcome =
                 operation.isCancelled ? .cancelled(.cancelled(describe(operation))) : .completed
             if let next = dependencyDidFinish(outcome, dependencyName: describe(operation), isHold: false) {
                 propagate(next)
             }
         }
-        if operation.isFinished {
-            notify()
-            return
-        }
-        operation.completionBlock = {
-            previous?()
-            notify()
-        }
-        if operation.isFinished { notify() }
     }
 
     // MARK: - Edges

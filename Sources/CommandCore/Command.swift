@@ -34,8 +34,8 @@ import Synchronization
 /// ``CommandError/Code/dependencyCancelled`` naming the dependency, and its observers get that as
 /// `.cancelled(error)`. A dependency cycle found when the command is executed fails every command of
 /// the cycle with ``CommandError/Code/dependencyCycle``, naming the cycle. A plain `Operation`
-/// dependency is not started by the command (enqueue it yourself); it is watched through its
-/// `completionBlock`, which is wrapped (the previous block still runs first) and restored afterwards.
+/// dependency is not started by the command (enqueue it yourself); it is watched by a small operation
+/// that depends on it, and its `completionBlock` is left alone.
 ///
 /// **Callbacks.** Each observer's events arrive on the ``CallbackContext`` captured when it called
 /// `execute` (or the one it named), in the order sent, one at a time, the terminal event last. Values

@@ -4,31 +4,6 @@ import Dispatch
 import Foundation
 import Testing
 
-extension Tag {
-    /// Stress and fuzz tests: a short version runs with `swift test`; `AWESOMECOMMAND_STRESS=long`
-    /// runs the long one (`AWESOMECOMMAND_STRESS=long swift test --filter Stress`).
-    @Tag static var stress: Self
-}
-
-/// How much work the stress and fuzz tests do.
-enum StressScale {
-    static let isLong = ProcessInfo.processInfo.environment["AWESOMECOMMAND_STRESS"] == "long"
-    static func pick(short: Int, long: Int) -> Int { isLong ? long : short }
-}
-
-/// A small, seedable random number generator (SplitMix64), so a failing case can be replayed.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The checks every execution's observer makes as events arrive.
 private final class ExecutionProbe: Sendable {
     private struct State {

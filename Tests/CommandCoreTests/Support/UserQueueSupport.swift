@@ -131,19 +131,6 @@ func permutations(_ count: Int) -> [[Int]] {
     return result
 }
 
-/// A small deterministic generator (SplitMix64), so a failing seed can be replayed.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// `addOperations(_:waitUntilFinished: false)`, callable from a test (the method is marked
 /// unavailable in asynchronous contexts because of its waiting form).
 func add(_ operations: [Operation], to queue: OperationQueue) {
