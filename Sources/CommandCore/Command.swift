@@ -375,6 +375,10 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         withExtendedLifetime(self) { publish(ending) }
         schedule(ending.wakeups)
         let recycled = machine.withLock { machine -> (OperationQueue, Bool)? in
+            if machine.queue.borrowed {
+                machine.queue.queue = nil
+                machine.queue.borrowed = false
+            }
             guard machine.queue.ownsQueue, let queue = machine.queue.queue else { return nil }
             machine.queue.queue = nil
             return machine.queue.pooled && machine.queue.underlying == nil ? (queue, machine.name != nil) : nil

@@ -25,6 +25,9 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     struct QueueSettings: Sendable {
         var queue: OperationQueue?
         var ownsQueue = true
+        /// `queue` is the user's queue that called `start()` and runs the command: let go of it when
+        /// the command ends (a command must not keep its caller's queue alive).
+        var borrowed = false
         /// The queue came from (and goes back to) the ``QueuePool``.
         var pooled = false
         var underlying: DispatchQueue?

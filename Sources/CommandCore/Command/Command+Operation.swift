@@ -118,6 +118,7 @@ extension Command {
             if machine.queue.queue == nil, let current {
                 machine.queue.queue = current
                 machine.queue.ownsQueue = false
+                machine.queue.borrowed = true
             }
         }
         begin(external: false)
