@@ -56,6 +56,11 @@ let package = Package(
             path: "Examples/CombinatorCost"
         ),
         .executableTarget(
+            name: "ThreadPeak",
+            dependencies: ["CommandCore"],
+            path: "Examples/ThreadPeak"
+        ),
+        .executableTarget(
             name: "ReadmeSnippet",
             dependencies: ["CommandCore"],
             path: "Examples/ReadmeSnippet"
