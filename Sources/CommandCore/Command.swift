@@ -20,11 +20,25 @@ import Synchronization
 /// fetch.execute { event in print(event) }
 /// ```
 ///
-/// **Running.** ``execute(on:_:)-(_,(CommandEvent<Output>)->Void)`` (or `start()`, or adding it to an `OperationQueue`) starts it:
-/// its dependencies that are commands and have not started are executed too; once every dependency
-/// finished, the command is handed to ``executeQueue`` and ``run(_:)`` is called there. A command
-/// runs at most once; executing it again attaches another observer to the same run, which first gets
-/// everything sent so far (see ``replay``), then the live events. A fresh run is a fresh instance.
+/// **Running.** ``execute(on:_:)-(_,(CommandEvent<Output>)->Void)`` executes it: its dependencies
+/// that are commands and have not started are executed too; once every dependency finished, the
+/// engine schedules the run on ``executeQueue`` (with a small block operation: the engine never adds
+/// the command object itself to a queue) and ``run(_:)`` is called there. A command runs at most once;
+/// executing it again attaches another observer to the same run, which first gets everything sent so
+/// far (see ``replay``), then the live events. A fresh run is a fresh instance.
+///
+/// **In your own `OperationQueue`.** A command is a well-behaved asynchronous `Operation`: add it,
+/// with its dependencies (commands or plain operations, on any queues, in any order), to queues of
+/// yours. ``isReady`` follows Foundation's rule (every dependency finished, or cancelled), so a queue
+/// starts it only when it is ready; the queue's `start()` runs it right there, on that queue (its
+/// `underlyingQueue` honoured, `OperationQueue.current` is it inside `run`); `isExecuting`,
+/// `isFinished`, `isCancelled` and `isReady` are posted as `willChangeValue`/`didChangeValue` pairs.
+/// Watch such a command with ``observe(on:_:)`` (it does not run it). **The one rule:** a command in
+/// your queue belongs to that queue, which must be the one to start it: do not `execute` it, or a
+/// command that depends on it, before the queue started it (the engine cannot see into your queue;
+/// it would run the command itself, and Foundation would then find a finished operation in the queue
+/// it had not started). `start()` and `execute` racing on one command from several threads run it
+/// once; a `start()` after the engine claimed the run only waits for it to end.
 ///
 /// **Dependencies.** `addDependency(_:)` keeps Foundation's meaning (the command starts only after the
 /// dependency finished) and `dependencies` lists the edges, but readiness is tracked by the command
@@ -46,10 +60,15 @@ import Synchronization
 /// true, observers get `.cancelled` as their terminal event, later sends are ignored, and no value
 /// callback starts on any context after `cancel()` returned (a value whose delivery was claimed before
 /// may still be running). A command cancelled before it ran never calls `run`; it stays alive until
-/// its dependencies finished. Dependents of a cancelled command end cancelled (see above).
+/// its dependencies finished. Dependents of a cancelled command end cancelled (see above). As for any
+/// Foundation operation, a command cancelled before anything started it turns ready but not finished:
+/// `isFinished` turns true when the queue holding it, `start()` or `execute` starts it (a command the
+/// engine already executed, waiting for its dependencies, finishes at once).
 ///
 /// **Threads.** Every member may be called from any thread. No lock is held while user code runs
-/// (`run`, callbacks, cancelables). Nothing here blocks a thread.
+/// (`run`, callbacks, cancelables). Nothing here blocks a thread. The engine's queues run on the
+/// global Dispatch queues (not libdispatch's overcommit pool), so the thread count stays near the core
+/// count however many commands are ready: `run` must not block its thread.
 ///
 /// - Note: Set `name`, `replay`, ``executeQueue``, ``underlyingQueue`` and `qualityOfService` before
 ///   executing. `name` is stored under the command's lock (Foundation's own is unsynchronised).
@@ -157,12 +176,11 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// Foundation's rule: true when every dependency finished, or when the command was cancelled (a
     /// cancel breaks the wait: the queue starts it and it finishes at once). Changes are posted as
     /// KVO pairs, so a user's `OperationQueue` starts a command only when it is ready.
-    public final override var isReady: Bool {
-        let (cancelled, commandsDone) = machine.withLock { ($0.face.cancelled, $0.face.dependenciesFinished) }
-        if cancelled { return true }
-        // `super.isReady` counts the plain `Operation` dependencies (given to Foundation's `addDependency`).
-        return commandsDone && super.isReady
-    }
+    public final override var isReady: Bool { readiness() }
+
+    /// Foundation's own `isReady`: it counts the plain `Operation` dependencies (given to its
+    /// `addDependency`).
+    var foundationIsReady: Bool { super.isReady }
 
     // MARK: - Queue
 

@@ -51,18 +51,59 @@ extension Command {
 
     /// Publishes `isReady` if the command dependencies' state changed what it should be.
     func publishReadiness() {
-        let stale = machine.withLock { $0.face.readinessTarget != $0.face.dependenciesFinished }
+        let stale = machine.withLock { $0.face.tracking == .on && $0.face.readinessTarget != $0.face.dependenciesFinished }
         guard stale else { return }
         publish(.ready) { $0.dependenciesFinished = $0.readinessTarget }
     }
 
+    /// `isReady`: cancelled, or every dependency finished (Foundation counts the plain ones).
+    func readiness() -> Bool {
+        let (cancelled, tracking, commandsDone) = machine.withLock {
+            ($0.face.cancelled, $0.face.tracking, $0.face.dependenciesFinished)
+        }
+        if cancelled { return true }
+        switch tracking {
+        case .off:
+            if !startTrackingReadiness() { return readiness() }
+            return machine.withLock { $0.face.isReady } && foundationIsReady
+        case .registering:
+            // Another thread is registering; it posts a KVO pair when done.
+            return false
+        case .on:
+            return commandsDone && foundationIsReady
+        }
+    }
+
+    /// The first `isReady`: registers with every unfinished command dependency (they tell this command
+    /// when they publish `isFinished`), then publishes the answer. False if another thread started.
+    private func startTrackingReadiness() -> Bool {
+        let dependencies = machine.withLock { machine -> [any DependencyNode]? in
+            guard machine.face.tracking == .off else { return nil }
+            machine.face.tracking = .registering
+            return machine.dependencies.compactMap { $0 as? any DependencyNode }
+        }
+        guard let dependencies else { return false }
+        for node in dependencies { watchForReadiness(node) }
+        publish(.ready) { face in
+            face.tracking = .on
+            face.dependenciesFinished = face.readinessTarget
+        }
+        return true
+    }
+
+    private func watchForReadiness(_ node: any DependencyNode) {
+        machine.withLock { $0.face.dependencyAdded() }
+        if !node.addFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
+    }
+
     /// Records `operation` as a dependency for Foundation's readiness: a command dependency is
-    /// counted here and tells this command when it publishes `isFinished`; a plain `Operation` is
-    /// given to Foundation's own `addDependency`, which counts it and posts `isReady` when it finishes.
+    /// counted here (once readiness is tracked) and tells this command when it publishes `isFinished`;
+    /// a plain `Operation` is given to Foundation's own `addDependency`, which counts it and posts
+    /// `isReady` when it finishes.
     func trackReadiness(of operation: Operation) {
         if let node = operation as? any DependencyNode {
-            machine.withLock { $0.face.dependencyAdded() }
-            if !node.addFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
+            guard machine.withLock({ $0.face.tracking != .off }) else { return }
+            watchForReadiness(node)
             publishReadiness()
         } else {
             foundationAddDependency(operation)
@@ -72,6 +113,7 @@ extension Command {
     /// Forgets `operation` for readiness (an edge removed before executing).
     func untrackReadiness(of operation: Operation) {
         if let node = operation as? any DependencyNode {
+            guard machine.withLock({ $0.face.tracking != .off }) else { return }
             if node.removeFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
             publishReadiness()
         } else {

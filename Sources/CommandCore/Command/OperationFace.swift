@@ -16,8 +16,20 @@ struct OperationFace: Sendable {
     /// `isCancelled` as published.
     var cancelled = false
     /// Every dependency that is a command has published `isFinished` (as published; plain `Operation`
-    /// dependencies are counted by Foundation itself).
+    /// dependencies are counted by Foundation itself). Meaningful once `tracking` is `.on`.
     var dependenciesFinished = true
+    /// Readiness is tracked only once someone asked for `isReady` (a queue does when the command is
+    /// added to it): a graph the engine runs by itself never pays for it.
+    var tracking = Tracking.off
+
+    enum Tracking: Sendable {
+        /// Nobody asked: edges are only recorded.
+        case off
+        /// The first reader is registering with the dependencies; other readers get `false` and a
+        /// KVO pair when it is done.
+        case registering
+        case on
+    }
     /// Dependencies that are commands and have not published `isFinished` yet.
     private(set) var unfinishedDependencies = 0
     /// Dependents told when this command publishes `isFinished` (held weakly: a graph that is built and
