@@ -273,7 +273,13 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     func foundationRemoveDependency(_ operation: Operation) { super.removeDependency(operation) }
 
     func begin(external: Bool) {
-        let (action, slot) = machine.withLock { ($0.start(external: external), $0.takeAdmission()) }
+        // The engine's own queue calling `start()` on the command object it was given is the engine's
+        // start, not a caller's.
+        let current = external ? OperationQueue.current : nil
+        let (action, slot) = machine.withLock { machine in
+            let holding = current.map(ObjectIdentifier.init) == machine.queue.holder && current != nil
+            return (machine.start(external: external, startedByHoldingQueue: holding), machine.takeAdmission())
+        }
         // The slot goes to the next command waiting for one before this one runs.
         if let slot { Admission.started(slot: slot) }
         switch action {
@@ -332,12 +338,31 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if Admission.admit(self, slot: slot) { handOverAdmitted(slot: slot) }
     }
 
-    /// Schedules the run on `queue`. The command object itself is never added to a queue by the
-    /// engine: a queue of the user's may hold it (Foundation traps on a second enqueue), so a small
-    /// block operation calls `begin`, which runs it unless a `start()` claimed it first.
+    /// Schedules the run on `queue`, which the engine made or was assigned. The engine adds the command
+    /// object itself only when no queue can hold it yet (nobody read `isReady`, which every queue reads
+    /// when it is given an operation); otherwise a queue of the user's may hold it (Foundation traps on a
+    /// second enqueue), so a small block operation calls `begin`, which runs it unless a `start()`
+    /// claimed it first.
     func enqueue(on queue: OperationQueue) {
         if InlineExecution.isOn { return begin(external: false) }
-        queue.addOperation { [self] in begin(external: false) }
+        // Nobody asked this command's `isReady`: no `OperationQueue` holds it (a queue asks when it is
+        // given an operation), so the command itself goes to the engine's queue (one operation fewer per
+        // run). Otherwise a queue of yours may hold it, and a block runs it.
+        // A command that ended meanwhile (cancelled while waiting for an admission slot) has nothing
+        // left to run: it finished when it ended.
+        let route = machine.withLock { machine -> HandOverRoute in
+            guard machine.outcome == nil else { return .none }
+            guard machine.face.tracking == .off else { return .block }
+            machine.queue.holder = ObjectIdentifier(queue)
+            return .object
+        }
+        switch route {
+        case .object: queue.addOperation(self)
+        case .block: queue.addOperation { [self] in begin(external: false) }
+        case .none:
+            // Give back the admission slot it was handed over with (its `start()` would have).
+            if let slot = machine.withLock({ $0.takeAdmission() }) { Admission.started(slot: slot) }
+        }
     }
 
     // MARK: - Events from the result sink
@@ -431,4 +456,14 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         for callback in callbacks { callback() }
         liveCommandCount.subtract(1, ordering: .sequentiallyConsistent)
     }
+}
+
+/// How the engine hands a ready command to its queue (see `Command.enqueue(on:)`).
+enum HandOverRoute {
+    /// Add the command object itself: no queue can hold it yet.
+    case object
+    /// Add a block that starts it: a queue of the user's may hold it.
+    case block
+    /// It ended meanwhile: nothing to run.
+    case none
 }

@@ -28,6 +28,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         /// `queue` is the user's queue that called `start()` and runs the command: let go of it when
         /// the command ends (a command must not keep its caller's queue alive).
         var borrowed = false
+        /// The engine queue the command object itself was added to: that queue's `start()` runs it,
+        /// and an ending before then waits for it (Foundation requires the queue to start it). Kept
+        /// after `queue` is given back to the pool.
+        var holder: ObjectIdentifier?
         /// The queue came from (and goes back to) the ``QueuePool``.
         var pooled = false
         var underlying: DispatchQueue?
@@ -235,7 +239,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
             return .claimed(dependencies)
         case .claimed(let owner, let onStack) where owner == walk:
             return onStack ? .onStack : .notPending
-        case .endedBeforeStart(let outcome):
+        case .endedBeforeStart(let outcome) where queue.holder == nil:
             // Cancelled before anything started it: executing it is starting it, so it finishes now.
             lifecycle = .finished(outcome)
             return .finishedNow
@@ -396,9 +400,9 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// engine's own block on the command's queue. A run the engine claimed stays the engine's: an
     /// external start of an enqueued command only records that the caller waits for `isFinished`.
     @inline(__always)
-    mutating func start(external: Bool) -> StartAction {
+    mutating func start(external: Bool, startedByHoldingQueue: Bool = false) -> StartAction {
         switch lifecycle {
-        case .enqueued where external:
+        case .enqueued where external && !startedByHoldingQueue:
             startedExternally = true
             return .none
         case .enqueued:
@@ -408,6 +412,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
             didExecute = true
             runInProgress = true
             return .run(body: body, wakeups: wakeStateObservers())
+        case .endedBeforeStart where queue.holder != nil && !startedByHoldingQueue:
+            // The engine's queue holds the command object: only that queue may finish it.
+            if external { startedExternally = true }
+            return .none
         case .endedBeforeStart(let outcome):
             lifecycle = .finished(outcome)
             return .postFinished
@@ -464,6 +472,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case .pending:
             // Nothing started it or executed it: like a cancelled Foundation operation, it finishes when
             // something starts it (the queue holding it, `start()`, `execute`), never behind a queue's back.
+            lifecycle = .endedBeforeStart(outcome)
+            postFinished = false
+        case .enqueued where queue.holder != nil:
+            // The engine's queue holds the command object: it finishes when that queue starts it.
             lifecycle = .endedBeforeStart(outcome)
             postFinished = false
         default:

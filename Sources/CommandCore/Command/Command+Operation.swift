@@ -51,7 +51,9 @@ extension Command {
 
     /// Publishes `isReady` if the command dependencies' state changed what it should be.
     func publishReadiness() {
-        let stale = machine.withLock { $0.face.tracking == .on && $0.face.readinessTarget != $0.face.dependenciesFinished }
+        let stale = machine.withLock {
+            $0.face.tracking == .on && $0.face.readinessTarget != $0.face.dependenciesFinished
+        }
         guard stale else { return }
         publish(.ready) { $0.dependenciesFinished = $0.readinessTarget }
     }
