@@ -203,7 +203,13 @@ extension Command: DependencyNode {
     /// - Complexity: O(1) for an edge to an older command; otherwise O(commands + edges) reachable
     ///   from `operation`.
     func cycleError(adding operation: Operation, always: Bool = false) -> CommandError? {
-        guard let node = operation as? any DependencyNode, node !== self else { return nil }
+        cycleError(adding: operation, node: operation as? any DependencyNode, always: always)
+    }
+
+    /// The same, with the cast of `operation` already made (a protocol cast costs a conformance
+    /// look-up: made once per edge).
+    func cycleError(adding operation: Operation, node: (any DependencyNode)?, always: Bool) -> CommandError? {
+        guard let node, node !== self else { return nil }
         guard always || node.creationOrder > creationOrder, let path = cyclePath(adding: operation) else { return nil }
         return CommandError.cycle(displayName, path: path)
     }
@@ -211,7 +217,8 @@ extension Command: DependencyNode {
     func addEdge(_ operation: Operation) {
         // A command already executed and waiting gets no later walk: always search its new edges.
         let waiting = machine.withLock { $0.isWaitingForDependencies }
-        if let error = cycleError(adding: operation, always: waiting) {
+        let node = operation as? any DependencyNode
+        if let error = cycleError(adding: operation, node: node, always: waiting) {
             // The edge is refused; the command fails with the cycle named, now if it is waiting, or
             // when it is executed.
             if let ending = machine.withLock({ $0.refuse(error) }) { perform(ending) }
@@ -219,13 +226,13 @@ extension Command: DependencyNode {
         }
         let isSelf = operation === self
         let action = machine.withLock {
-            $0.addDependency(operation, isSelf: isSelf, typeName: String(describing: Self.self))
+            $0.addDependency(operation, isSelf: isSelf, isPlain: node == nil, typeName: String(describing: Self.self))
         }
         switch action {
         case .duplicate:
             return
         case .none:
-            if !isSelf { trackReadiness(of: operation) }
+            if !isSelf { trackReadiness(of: operation, node: node) }
         case .failNow(let error):
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
         case .ignoredFinished:
@@ -234,8 +241,8 @@ extension Command: DependencyNode {
             let error = CommandError.dependencyAddedAfterStart(displayName, dependency: describe(operation))
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
         case .registerLate:
-            trackReadiness(of: operation)
-            if let node = operation as? any DependencyNode {
+            trackReadiness(of: operation, node: node)
+            if let node {
                 switch node.addDependent(self) {
                 case .registered(let pending):
                     if pending { node.executeGraph() }

@@ -445,11 +445,17 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         // dependencies with a loop: see `DeferredRelease`.
         // One owner of the references only, handed over to DeferredRelease: any other copy kept
         // here would be released when deinit returns, recursively.
-        var released = machine.withLock { $0.takeDependencies() + $0.takeInputs() }
+        var plain = false
+        var released = machine.withLock { machine -> [Operation] in
+            plain = machine.hasPlainDependencies
+            return machine.takeDependencies() + machine.takeInputs()
+        }
         // Foundation keeps an unretained pointer to this command in each plain `Operation` dependency
         // it was given to; a dependency finishing after this command is freed would crash.
-        for dependency in released where !(dependency is any DependencyNode) {
-            foundationRemoveDependency(dependency)
+        if plain {
+            for dependency in released where !(dependency is any DependencyNode) {
+                foundationRemoveDependency(dependency)
+            }
         }
         if !released.isEmpty { DeferredRelease.release(&released) }
         let callbacks = machine.withLock { $0.releaseCallbacks }

@@ -60,10 +60,11 @@ extension Command {
 
     /// `isReady`: cancelled, or every dependency finished (Foundation counts the plain ones).
     func readiness() -> Bool {
-        let (cancelled, tracking, commandsDone) = machine.withLock {
-            ($0.face.cancelled, $0.face.tracking, $0.face.dependenciesFinished)
+        let (cancelled, tracking, commandsDone, engineQueued) = machine.withLock {
+            ($0.face.cancelled, $0.face.tracking, $0.face.dependenciesFinished, $0.queue.holder != nil)
         }
-        if cancelled { return true }
+        // In the engine's own queue, which Foundation asks when it is added: the engine made it ready.
+        if cancelled || engineQueued { return true }
         switch tracking {
         case .off:
             if !startTrackingReadiness() { return readiness() }
@@ -102,8 +103,8 @@ extension Command {
     /// counted here (once readiness is tracked) and tells this command when it publishes `isFinished`;
     /// a plain `Operation` is given to Foundation's own `addDependency`, which counts it and posts
     /// `isReady` when it finishes.
-    func trackReadiness(of operation: Operation) {
-        if let node = operation as? any DependencyNode {
+    func trackReadiness(of operation: Operation, node: (any DependencyNode)?) {
+        if let node {
             guard machine.withLock({ $0.face.tracking != .off }) else { return }
             watchForReadiness(node)
             publishReadiness()
