@@ -3,6 +3,9 @@ import PackageDescription
 
 let package = Package(
     name: "AwesomeCommand",
+    // The floors: `Duration` in the public API needs macOS 13 / iOS 16, and the typed combinators'
+    // parameter packs, captured in escaping closures, need the runtime of macOS 14 / iOS 17.
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "CommandCore", targets: ["CommandCore"]),
         .library(name: "CommandGraph", targets: ["CommandGraph"]),

@@ -5,6 +5,8 @@ import PackageDescription
 
 let package = Package(
     name: "Benchmarks",
+    // package-benchmark needs macOS 13; the `Locks` suite measures `Synchronization.Mutex` (macOS 15).
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "AwesomeCommand", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),

@@ -2,8 +2,9 @@ import Foundation
 
 /// A command that became ready while too many others waited in their queues, handed over later.
 protocol AdmissionCandidate: AnyObject, Sendable {
-    /// Takes a queue from the pool and adds the command to it (its admission slot is taken).
-    func handOverAdmitted(slot: Int)
+    /// Takes a queue from the pool and adds the command to it (its admission slot is taken); false if
+    /// the command had ended meanwhile (a cancel): it needs no queue, and the slot is free again.
+    func handOverAdmitted(slot: Int) -> Bool
 }
 
 /// Bounds how many ready commands wait in the engine's own queues at once, per quality of service.
@@ -69,13 +70,16 @@ enum Admission {
 
     /// A command admitted with `slot` started: frees its slot, which the oldest waiting command of
     /// that class takes (handed over here, outside the lock).
+    /// A loop, not a recursion: a backlog of a million cancelled commands passes the slot on without
+    /// growing the stack.
     static func started(slot: Int) {
-        let next = classes.withLock { classes -> (any AdmissionCandidate)? in
+        while let next = classes.withLock({ classes -> (any AdmissionCandidate)? in
             if let next = classes[slot]?.popFirst() { return next }
             classes[slot, default: Class()].inFlight -= 1
             return nil
+        }) {
+            if next.handOverAdmitted(slot: slot) { return }
         }
-        next?.handOverAdmitted(slot: slot)
     }
 
     /// Commands waiting for a slot of `slot` and slots taken (for tests).
@@ -88,8 +92,11 @@ enum Admission {
 }
 
 extension Command: AdmissionCandidate {
-    func handOverAdmitted(slot: Int) {
+    func handOverAdmitted(slot: Int) -> Bool {
         let makeQueue = queueMaker(lane: false)
-        enqueue(on: machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) })
+        if enqueue(on: machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }) { return true }
+        // Ended meanwhile: it will not start, so it does not keep the slot.
+        machine.withLock { _ = $0.takeAdmission() }
+        return false
     }
 }

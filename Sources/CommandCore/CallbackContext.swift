@@ -10,8 +10,9 @@ import Foundation
 ///
 /// - `.queue(q)`: `q.async`.
 /// - `.operationQueue(q)`: `q.addOperation`.
-/// - `.runLoop(loop, mode:)`: a zero-interval `Timer` added to `loop` in `mode`, which also wakes the
-///   loop (`RunLoop.perform` alone does not wake it on Linux). Delivered only while someone runs that
+/// - `.runLoop(loop, mode:)`: handed to `loop` in `mode` and the loop woken (on Apple platforms with
+///   `CFRunLoopPerformBlock` and `CFRunLoopWakeUp`; on Linux with a zero-interval `Timer`, since
+///   `RunLoop.perform` alone does not wake the loop there). Delivered only while someone runs that
 ///   loop in that mode; a loop nobody runs never delivers (the events wait, nothing is lost or crashes).
 /// - `.immediate`: on the thread that produced the event, before the outermost `send`/`complete` on
 ///   that thread returns. A delivery triggered from inside an immediate callback is queued and runs
@@ -20,8 +21,9 @@ import Foundation
 ///   picks the event up. Use it for cheap, thread-safe handlers; combinators use it.
 public struct CallbackContext: Sendable, CustomStringConvertible {
     enum Kind: @unchecked Sendable {
-        // `RunLoop` is not Sendable; it is only used through `add(_:forMode:)`, which CoreFoundation
-        // makes thread-safe, and never read otherwise. That is the only reason for `@unchecked`.
+        // `RunLoop` is not Sendable; it is only handed to `Platform.perform(on:mode:_:)`, which uses
+        // CoreFoundation's thread-safe calls, and never read otherwise. That is the only reason for
+        // `@unchecked`.
         case queue(DispatchQueue)
         case operationQueue(OperationQueue)
         case runLoop(RunLoop, RunLoop.Mode)
@@ -97,9 +99,7 @@ public struct CallbackContext: Sendable, CustomStringConvertible {
         case .operationQueue(let queue):
             queue.addOperation(block)
         case .runLoop(let loop, let mode):
-            // A timer both queues the block and wakes the loop (fact 9 of the substrate notes).
-            let timer = Timer(timeInterval: 0, repeats: false) { _ in block() }
-            loop.add(timer, forMode: mode)
+            Platform.perform(on: loop, mode: mode, block)
         case .immediate:
             Trampoline.run(block)
         }

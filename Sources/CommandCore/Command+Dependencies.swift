@@ -1,11 +1,7 @@
 import Foundation
-import Synchronization
 
 /// Identifies one execute walk; a node claimed by a walk belongs to it until registered.
-private let walkCounter = Atomic<UInt64>(1)
-
-/// Numbers commands in creation order.
-let nextCreationOrder = Atomic<UInt64>(0)
+private let walkCounter = Locked<UInt64>(1)
 
 /// Tells dependents that a command ended, and their dependents if they ended because of it, with a
 /// loop: a failure at the root of a million-deep chain must not recurse a million times.
@@ -90,7 +86,10 @@ extension Command: DependencyNode {
     ///
     /// - Complexity: O(nodes + edges) of the pending part of the graph.
     func executeGraph() {
-        let walk = walkCounter.wrappingAdd(1, ordering: .relaxed).oldValue
+        let walk = walkCounter.withLock { counter in
+            defer { counter &+= 1 }
+            return counter
+        }
         guard case .claimed(let rootDependencies) = claim(walk: walk) else { return }
         if rootDependencies.isEmpty {
             for node in register(walk: walk, cycleError: nil) { node.executeGraph() }

@@ -179,7 +179,9 @@ extension CommandCallback {
 }
 
 final class WeakBox<Value: AnyObject & Sendable>: Sendable {
-    weak let value: Value?
+    // Written once in init, only read afterwards (the runtime's weak loads are thread-safe); not
+    // `weak let`, which needs Swift 6.2.3.
+    nonisolated(unsafe) weak var value: Value?
     init(_ value: Value) { self.value = value }
 }
 

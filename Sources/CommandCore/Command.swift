@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A unit of business logic that runs once, asynchronously, on its own `OperationQueue`, reports
 /// values and one terminal event through a ``CommandResult``, and composes with other commands through
@@ -79,11 +78,11 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     /// Creates a command whose work is the subclass's ``run(_:)``.
     /// The order of creation, for the O(1) cycle check of an edge added in creation order.
-    let creationOrder = nextCreationOrder.wrappingAdd(1, ordering: .relaxed).oldValue
+    let creationOrder: UInt64
 
     public override init() {
         machine = .make(CommandStateMachine())
-        liveCommandCount.add(1, ordering: .sequentiallyConsistent)
+        creationOrder = CommandCounters.created()
         super.init()
     }
 
@@ -94,7 +93,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         var machine = CommandStateMachine<Output>()
         machine.body = body
         self.machine = .make(machine)
-        liveCommandCount.add(1, ordering: .sequentiallyConsistent)
+        creationOrder = CommandCounters.created()
         super.init()
     }
 
@@ -124,7 +123,9 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     public var progress: Progress {
         machine.withLock { machine in
             if let progress = machine.progress { return progress }
-            let progress = Progress(totalUnitCount: 1)
+            // Not `Progress(totalUnitCount:)`: that joins the calling thread's current progress tree on
+            // Apple platforms, and a `Graph` adds it as a child of its own.
+            let progress = Progress.discreteProgress(totalUnitCount: 1)
             if machine.outcome != nil { progress.completedUnitCount = 1 }
             machine.progress = progress
             return progress
@@ -197,8 +198,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
                 // Not pooled afterwards: whoever asked may keep it and add operations later.
                 let queue: OperationQueue
                 if let underlying = machine.queue.underlying {
-                    queue = OperationQueue()
-                    queue.underlyingQueue = underlying
+                    queue = QueuePool.queue(on: underlying)
                 } else {
                     queue = makeQueue()
                 }
@@ -225,7 +225,9 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     }
 
     /// The `DispatchQueue` under the command's own queue (kept alive by the command: Foundation holds
-    /// it `unowned(unsafe)`). Ignored when ``executeQueue`` was assigned. Set before executing.
+    /// it `unowned(unsafe)`). `DispatchQueue.main` makes the command run on `OperationQueue.main`
+    /// (Apple forbids the main queue as an `OperationQueue`'s underlying queue). Ignored when
+    /// ``executeQueue`` was assigned. Set before executing.
     public var underlyingQueue: DispatchQueue? {
         get { machine.withLock { $0.queue.underlying } }
         set { machine.withLock { $0.queue.underlying = newValue } }
@@ -335,7 +337,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// Takes an admission slot, or waits in the backlog for one.
     func admit() {
         let slot = qualityOfService.rawValue
-        if Admission.admit(self, slot: slot) { handOverAdmitted(slot: slot) }
+        if Admission.admit(self, slot: slot), !handOverAdmitted(slot: slot) { Admission.started(slot: slot) }
     }
 
     /// Schedules the run on `queue`, which the engine made or was assigned. The engine adds the command
@@ -343,8 +345,12 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// when it is given an operation); otherwise a queue of the user's may hold it (Foundation traps on a
     /// second enqueue), so a small block operation calls `begin`, which runs it unless a `start()`
     /// claimed it first.
-    func enqueue(on queue: OperationQueue) {
-        if InlineExecution.isOn { return begin(external: false) }
+    @discardableResult
+    func enqueue(on queue: OperationQueue) -> Bool {
+        if InlineExecution.isOn {
+            begin(external: false)
+            return true
+        }
         // Nobody asked this command's `isReady`: no `OperationQueue` holds it (a queue asks when it is
         // given an operation), so the command itself goes to the engine's queue (one operation fewer per
         // run). Otherwise a queue of yours may hold it, and a block runs it.
@@ -359,10 +365,9 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         switch route {
         case .object: queue.addOperation(self)
         case .block: queue.addOperation { [self] in begin(external: false) }
-        case .none:
-            // Give back the admission slot it was handed over with (its `start()` would have).
-            if let slot = machine.withLock({ $0.takeAdmission() }) { Admission.started(slot: slot) }
+        case .none: return false
         }
+        return true
     }
 
     // MARK: - Events from the result sink
@@ -460,7 +465,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if !released.isEmpty { DeferredRelease.release(&released) }
         let callbacks = machine.withLock { $0.releaseCallbacks }
         for callback in callbacks { callback() }
-        liveCommandCount.subtract(1, ordering: .sequentiallyConsistent)
+        CommandCounters.released()
     }
 }
 

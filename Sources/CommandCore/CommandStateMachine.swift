@@ -320,8 +320,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         let made: OperationQueue
         if let underlying = queue.underlying {
             // The user's dispatch queue: a plain queue of our own, not pooled.
-            made = OperationQueue()
-            made.underlyingQueue = underlying
+            made = QueuePool.queue(on: underlying)
             queue.pooled = false
         } else {
             made = makeQueue()

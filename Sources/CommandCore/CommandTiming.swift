@@ -1,13 +1,5 @@
 import Dispatch
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// When a command went through its life, on a monotonic clock (nanoseconds since boot, the clock of
 /// `DispatchTime`), and on which threads: what graph pictures, traces and stall reports are made of.
 ///
@@ -33,24 +25,13 @@ public struct CommandTiming: Sendable, Equatable {
 
     static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    static var currentThread: UInt64 {
-        #if canImport(Darwin)
-            UInt64(UInt(bitPattern: pthread_self()))
-        #else
-            UInt64(pthread_self())
-        #endif
-    }
+    static var currentThread: UInt64 { Platform.currentThreadID }
 }
 
-/// Serialises every change and read of the library's `Foundation.Progress` objects: on Linux,
-/// swift-corelibs-foundation's `Progress` has no locking at all (checked in its source), and a child
-/// updating its parent from two threads at once corrupts the heap.
+/// Serialises every change and read of the library's `Foundation.Progress` objects where the platform
+/// needs it (see `Platform.withProgressLock`).
 package enum ProgressGuard {
-    // An `Int`, not `()`: a zero-sized value would share its address with the mutex in the lock's
-    // storage, which ThreadSanitizer then reports as a race on the mutex itself.
-    private static let lock = Locked(0)
-
     package static func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
-        try lock.withLock { _ in try body() }
+        try Platform.withProgressLock(body)
     }
 }

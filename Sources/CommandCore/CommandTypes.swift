@@ -160,7 +160,9 @@ struct Wakeup: Sendable {
 
 /// A weak reference to an operation (an edge kept for pictures, not for lifetime).
 final class WeakOperation: Sendable {
-    weak let operation: Operation?
+    // Written once in init, only read afterwards (the runtime's weak loads are thread-safe); not
+    // `weak let`, which needs Swift 6.2.3.
+    nonisolated(unsafe) weak var operation: Operation?
     init(_ operation: Operation) { self.operation = operation }
 }
 

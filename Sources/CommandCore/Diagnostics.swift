@@ -1,8 +1,28 @@
 import Foundation
-import Synchronization
 
-/// Commands alive in this process: incremented by every `Command` init, decremented by its deinit.
-let liveCommandCount = Atomic<Int>(0)
+/// The process-wide command counters: how many commands were created (their creation order) and how
+/// many are alive. Touched once in each `Command` init and deinit, under the library's own lock
+/// (`Synchronization.Atomic` needs macOS 15 / iOS 18).
+enum CommandCounters {
+    private struct Counts {
+        var created: UInt64 = 0
+        var live = 0
+    }
+    private static let counts = Locked(Counts())
+
+    /// A new command: its creation order.
+    static func created() -> UInt64 {
+        counts.withLock { counts in
+            counts.live += 1
+            defer { counts.created &+= 1 }
+            return counts.created
+        }
+    }
+
+    static func released() { counts.withLock { $0.live -= 1 } }
+
+    static var live: Int { counts.withLock { $0.live } }
+}
 
 /// A misuse the library tolerated without crashing: an event sent after the terminal one, a dependency
 /// removed after execute, a second `start()`.
@@ -48,7 +68,7 @@ public enum CommandDiagnostics {
     /// check for tools and benchmarks. After a graph ran and its last reference was dropped, this
     /// returns to its value from before the graph was built, once the thread releasing the graph is
     /// done (a million-command graph takes a moment). Tests running in parallel share the count.
-    public static var liveCommands: Int { liveCommandCount.load(ordering: .sequentiallyConsistent) }
+    public static var liveCommands: Int { CommandCounters.live }
 
     static func report(_ diagnostic: CommandDiagnostic) {
         let (observers, shouldPrint) = state.withLock { state in

@@ -42,6 +42,17 @@ enum QueuePool {
         return queue
     }
 
+    /// An `OperationQueue` running on the user's `underlying` queue (not pooled). For the main queue,
+    /// `OperationQueue.main` itself: Apple forbids the main queue as an `underlyingQueue` ("The value
+    /// of this property must not be the value returned by dispatch_get_main_queue"). The main queue is
+    /// recognised by a key set on it (`DispatchQueue`s cannot be compared with `===` on Linux).
+    static func queue(on underlying: DispatchQueue) -> OperationQueue {
+        if underlying.getSpecific(key: ContextKeys.main) != nil { return .main }
+        let queue = OperationQueue()
+        queue.underlyingQueue = underlying
+        return queue
+    }
+
     /// Returns a queue the engine made, if it is idle: not suspended, and holding no operation but
     /// the one finishing on it now (the command's own run, when it ended inside `run`). A queue a
     /// `run` suspended, or filled with operations of its own, stays the command's and is dropped.

@@ -1,7 +1,6 @@
 import CommandTestSupport
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CommandCore

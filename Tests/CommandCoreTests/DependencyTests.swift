@@ -1,6 +1,5 @@
 import CommandTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CommandCore

@@ -1,7 +1,6 @@
 import CommandTestSupport
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CommandCore
@@ -202,13 +201,13 @@ final class Gate: Sendable {
         let gate = Gate()
         let command = gate.command()
         var callback: Callback? = Callback()
-        weak let weakCallback = callback
+        let weakCallback = WeakHolder(callback)
         command.execute(on: .immediate, callback: callback!)
         #expect(await gate.started.wait())
         gate.send(1)
         #expect(callback?.received == ["value 1"])
         callback = nil
-        #expect(weakCallback == nil)  // the command did not keep it alive
+        #expect(weakCallback.value == nil)  // the command did not keep it alive
         let after = Recorder<Int>()
         command.execute(on: .immediate, after.handler)
         gate.send(2)
@@ -254,4 +253,10 @@ final class Gate: Sendable {
         #expect(await ran.wait())
         #expect(commandFinishedFirst.withLock { $0 })
     }
+}
+
+/// A weak reference for a test to check a release with (not `weak let`, which needs Swift 6.2.3).
+final class WeakHolder<Value: AnyObject> {
+    weak var value: Value?
+    init(_ value: Value?) { self.value = value }
 }

@@ -1,7 +1,6 @@
 import CommandGraph
 import CommandTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CommandCore

@@ -12,7 +12,10 @@ private final class FakeCandidate: AdmissionCandidate {
         self.index = index
         self.log = log
     }
-    func handOverAdmitted(slot: Int) { log.append("\(index)") }
+    func handOverAdmitted(slot: Int) -> Bool {
+        log.append("\(index)")
+        return true
+    }
 }
 
 /// A command that records the admission state of its class when it runs.

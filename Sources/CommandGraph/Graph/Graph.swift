@@ -64,7 +64,7 @@ public final class Graph: Sendable {
     /// The graph's progress: each command's progress as a child, weighted (each node's `weight`,
     /// default 1), so a command reporting half its work moves the graph by half its weight. On Linux,
     /// read it through ``fractionCompleted`` (Foundation's `Progress` is not thread-safe there).
-    public let progress = Progress(totalUnitCount: 0)
+    public let progress = Progress.discreteProgress(totalUnitCount: 0)
 
     public init() {}
 

@@ -1,7 +1,6 @@
 import CommandTestSupport
 import Dispatch
 import Foundation
-import Synchronization
 
 @testable import CommandCore
 

@@ -1,0 +1,66 @@
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// The platform layer: every `#if canImport` / `#if os` of the library is in this folder (the lock, the
+// thread-local storage, and the few things below), so the rest of the code is the same everywhere.
+// The Darwin branches cannot be compiled on the Linux machine this library is developed on: they are
+// few and short, each tied to the Apple documentation it follows.
+
+enum Platform {
+    /// The calling thread's identity, for traces. `pthread_t` is an integer on glibc and a pointer on
+    /// Darwin and Musl.
+    static var currentThreadID: UInt64 {
+        #if canImport(Glibc)
+            UInt64(pthread_self())
+        #else
+            UInt64(UInt(bitPattern: pthread_self()))
+        #endif
+    }
+
+    /// Runs `block` on `loop`'s thread, in `mode`, and wakes the loop.
+    ///
+    /// - Darwin: `RunLoop` is documented as not thread-safe; Core Foundation's `CFRunLoopPerformBlock`
+    ///   followed by `CFRunLoopWakeUp` is the documented way to hand a block to another thread's run
+    ///   loop (Apple, "CFRunLoopPerformBlock": "this function does not wake up the run loop ... call
+    ///   CFRunLoopWakeUp").
+    /// - Elsewhere (swift-corelibs-foundation): `RunLoop.perform` does not wake the loop; a zero-interval
+    ///   timer both queues the block and wakes it.
+    static func perform(on loop: RunLoop, mode: RunLoop.Mode, _ block: @escaping @Sendable () -> Void) {
+        #if canImport(Darwin)
+            let runLoop = loop.getCFRunLoop()
+            CFRunLoopPerformBlock(runLoop, mode.rawValue as CFString, block)
+            CFRunLoopWakeUp(runLoop)
+        #else
+            let timer = Timer(timeInterval: 0, repeats: false) { _ in block() }
+            loop.add(timer, forMode: mode)
+        #endif
+    }
+
+    /// Serialises the library's own reads and writes of `Foundation.Progress` where it needs it.
+    ///
+    /// - Linux: swift-corelibs-foundation's `Progress` has no locking at all (checked in its source): a
+    ///   child updating its parent from two threads at once corrupts the heap, so every change and read
+    ///   goes through one lock.
+    /// - Darwin: `Progress` is thread-safe (Apple, "Progress": "Progress is thread-safe") and notifies
+    ///   its KVO observers on the thread that changes it: taking a lock here would run those observers
+    ///   inside it, and one that reads `fractionCompleted` would deadlock. No lock.
+    static func withProgressLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        #if canImport(Darwin)
+            try body()
+        #else
+            try progressLock.withLock { _ in try body() }
+        #endif
+    }
+
+    // An `Int`, not `()`: a zero-sized value would share its address with the mutex in the lock's
+    // storage, which ThreadSanitizer then reports as a race on the mutex itself.
+    private static let progressLock = Locked(0)
+}
