@@ -214,8 +214,9 @@ extension Command: DependencyNode {
     }
 
     func addEdge(_ operation: Operation) {
-        // A command already executed and waiting gets no later walk: always search its new edges.
-        let waiting = machine.withLock { $0.isWaitingForDependencies }
+        // A command already executed (being walked, or waiting) gets no later walk that would see a new
+        // edge: always search its new edges, or a cycle closed during the walk would hang.
+        let waiting = machine.withLock { $0.isExecutedAndWaiting }
         let node = operation as? any DependencyNode
         if let error = cycleError(adding: operation, node: node, always: waiting) {
             // The edge is refused; the command fails with the cycle named, now if it is waiting, or

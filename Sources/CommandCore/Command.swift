@@ -140,9 +140,24 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     /// What a failed or cancelled dependency does to this command; see ``DependencyPolicy``. Set it
     /// before executing.
+    ///
+    /// Set after the command was handed to its queue (its dependencies already decided), the new value
+    /// is ignored and reported as a diagnostic naming the command.
     public var dependencyPolicy: DependencyPolicy {
         get { machine.withLock { $0.dependencyPolicy } }
-        set { machine.withLock { $0.dependencyPolicy = newValue } }
+        set {
+            let accepted = machine.withLock { machine -> Bool in
+                guard machine.acceptsDependencies else { return false }
+                machine.dependencyPolicy = newValue
+                return true
+            }
+            if !accepted {
+                diagnose(
+                    .dependencyAddedAfterStart,
+                    "dependencyPolicy was set after the command was handed to its queue; it is ignored (set it before executing)."
+                )
+            }
+        }
     }
 
     /// What a second `execute` gets of the values sent before it: all (the default), the latest, or
@@ -374,7 +389,10 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     func receive(_ value: Output) {
         guard let wakeups = machine.withLock({ $0.send(value) }) else {
-            diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
+            // After a cancel, a late send is the normal race with work that had not seen it: silent.
+            if !machine.withLock({ $0.isCancelled }) {
+                diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
+            }
             return
         }
         schedule(wakeups)

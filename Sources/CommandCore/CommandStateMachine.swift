@@ -177,9 +177,12 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
-    var isWaitingForDependencies: Bool {
-        if case .waiting = lifecycle { return true }
-        return false
+    /// Claimed by an execute walk or waiting for dependencies: executed, not yet handed over.
+    var isExecutedAndWaiting: Bool {
+        switch lifecycle {
+        case .claimed, .waiting: return true
+        default: return false
+        }
     }
 
     /// Whether a dependency added now is still waited for (before the command is handed to its queue).
@@ -341,11 +344,11 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         guard case .waiting(let remaining) = lifecycle else {
             switch lifecycle {
             case .endedBeforeStart, .finished: return .none
-            // With runOnFirstSuccess the command may run before its other dependencies finished.
-            case .enqueued where dependencyPolicy == .runOnFirstSuccess,
-                .executing where dependencyPolicy == .runOnFirstSuccess:
+            // Already handed over (with runOnFirstSuccess, before its other dependencies finished):
+            // a later dependency's end changes nothing.
+            case .enqueued, .executing:
                 return .none
-            default:
+            case .pending, .claimed, .waiting:
                 preconditionFailure("CommandStateMachine: dependency finished in state \(lifecycle)")
             }
         }

@@ -15,6 +15,8 @@ import Testing
 /// | dependency added after start | `dependencyAddedAfterStart`, naming both commands |
 /// | execute after cancel | `.cancelled(cancelled)` delivered to the new observer |
 /// | send / complete / fail after the terminal event | ignored, an `alreadyFinished` diagnostic each |
+/// | send / complete / fail after a cancel | ignored, silently: the normal race with work that had not seen the cancel |
+/// | `dependencyPolicy` set after the command was handed to its queue | ignored, a diagnostic |
 /// | result released without a terminal event | `resultAbandoned` |
 /// | a command with no work | `missingRun` |
 /// | throwing `map` / `reduce` | the node fails with the thrown error |
@@ -33,6 +35,62 @@ import Testing
         }
         command.name = name
         return command
+    }
+
+    /// After a cancel, late sends and terminal events are the normal race: silent. After a real
+    /// terminal event, each later one is diagnosed.
+    @Test func lateEvents_afterACancel_areSilent_afterCompletion_areDiagnosed() async {
+        for cancel in [true, false] {
+            let sink = Locked<CommandResult<Int>?>(nil)
+            let started = Checkpoint()
+            let command = Command<Int> { result in
+                sink.withLock { $0 = result }
+                started.fulfill()
+                return nil
+            }
+            command.name = cancel ? "cancelled" : "completed"
+            let probe = DiagnosticsProbe(for: command)
+            let recorder = Recorder<Int>()
+            command.execute(on: .immediate, recorder.handler)
+            #expect(await started.wait())
+            let result = sink.withLock { $0 }
+            if cancel { command.cancel() } else { result?.complete() }
+            #expect(await recorder.waitForTerminal())
+            result?.send(1)
+            result?.complete()
+            result?.succeed(2)
+            result?.fail(CommandError.cancelled("x"))
+            sink.withLock { $0 = nil }
+            let reported = probe.diagnostics.filter { $0.code == .alreadyFinished }
+            #expect(reported.count == (cancel ? 0 : 4), "\(command.name ?? ""): \(reported)")
+        }
+    }
+
+    /// `dependencyPolicy` set once the command was handed to its queue: ignored with a diagnostic, and
+    /// the dependencies ending later change nothing (it used to trap).
+    @Test func dependencyPolicy_setLate_isIgnoredWithADiagnostic_andNothingTraps() async {
+        let release = Checkpoint()
+        let slow = Command<Int> { result in
+            Task {
+                _ = await release.wait()
+                result.succeed(0)
+            }
+            return nil
+        }
+        let fast = named("fast")
+        let dependent = named("dependent")
+        dependent.dependencyPolicy = .runOnFirstSuccess
+        dependent.addDependency(fast)
+        dependent.addDependency(slow)
+        let probe = DiagnosticsProbe(for: dependent)
+        let recorder = Recorder<Int>()
+        dependent.execute(on: .immediate, recorder.handler)
+        #expect(await recorder.waitForTerminal())
+        dependent.dependencyPolicy = .cancelIfAnyFails
+        #expect(dependent.dependencyPolicy == .runOnFirstSuccess)
+        release.fulfill()
+        #expect(await terminalState(of: slow).isCompletedState)
+        #expect(probe.diagnostics.contains { $0.message.contains("dependencyPolicy") })
     }
 
     @Test func cycle_closedByAnEdgeToANewerCommand_isRefusedWhenAdded_andNamedInOrder() async {

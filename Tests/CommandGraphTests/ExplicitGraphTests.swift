@@ -137,6 +137,56 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect(!log.withLock { $0 }.contains("none"))
     }
 
+    /// Waits for `graph.finished` with a bound; false if it did not finish.
+    private func finishes(_ graph: Graph, seconds: Double = 30) async -> Bool {
+        let done = Checkpoint()
+        Task {
+            _ = await graph.finished
+            done.fulfill()
+        }
+        return await done.wait(seconds: seconds)
+    }
+
+    /// A target cancelled before the run: its dependency still runs, and the graph finishes.
+    @Test func targetCancelledBeforeRun_graphStillFinishes() async throws {
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let a = try graph.add(node("a", log: log))
+        let b = try graph.add(node("b", log: log), dependsOn: [a])
+        b.cancel()
+        try graph.run(on: .immediate)
+        #expect(await finishes(graph))
+        #expect(log.withLock { $0 } == ["a"])
+        #expect(b.isFinished && b.isCancelled)
+    }
+
+    /// Seeded random DAGs with cancels before the run and during it (from another thread): every
+    /// graph finishes.
+    @Test(.tags(.stress)) func randomDAGs_withCancelsBeforeAndDuringTheRun_finish() async throws {
+        let count = StressScale.pick(short: 500, long: 10_000)
+        for seed in 0..<UInt64(count) {
+            var random = SeededRandom(seed: seed &+ 0xC0FFEE)
+            let size = Int.random(in: 1...30, using: &random)
+            let log = Locked<[String]>([])
+            let graph = Graph()
+            var commands: [Command<Int>] = []
+            for index in 0..<size {
+                let parents =
+                    index == 0
+                    ? []
+                    : (0..<Int.random(in: 0...3, using: &random)).map { _ in Int.random(in: 0..<index, using: &random) }
+                commands.append(try graph.add(node("\(index)", log: log), dependsOn: Set(parents).map { commands[$0] }))
+            }
+            for _ in 0..<Int.random(in: 0...2, using: &random) { commands.randomElement(using: &random)?.cancel() }
+            let during = (0..<Int.random(in: 0...2, using: &random)).compactMap { _ in
+                commands.randomElement(using: &random)
+            }
+            try graph.run(on: .immediate)
+            for command in during { DispatchQueue.global().async { command.cancel() } }
+            #expect(await finishes(graph), "seed \(seed): the graph did not finish")
+        }
+    }
+
     /// Seeded random DAGs: every command runs at most once and only after all its dependencies
     /// completed; nothing runs after a failed dependency; the graph finishes; everything is released.
     @Test(.tags(.stress)) func randomDAGs_keepEveryRule() async throws {

@@ -133,10 +133,14 @@ public final class Graph: Sendable {
                 if newState.isTerminal { ended(offset, newState) }
             }
         }
-        for node in nodes {
-            let id = ObjectIdentifier(node.command)
-            if roots?.contains(id) ?? !dependedOn.contains(id) { node.execute() }
+        // Targets first, then every other command involved: executing a target executes its
+        // dependencies, except through a target cancelled before the run (a cancelled command needs
+        // nothing), whose dependencies would otherwise never run and the graph never finish.
+        for node in nodes
+        where roots?.contains(ObjectIdentifier(node.command)) ?? !dependedOn.contains(ObjectIdentifier(node.command)) {
+            node.execute()
         }
+        for node in nodes where involved.contains(ObjectIdentifier(node.command)) { node.execute() }
         if nodes.isEmpty { finishIfDone() }
     }
 
