@@ -258,18 +258,27 @@ final class OperationQueueContractTests: XCTestCase {
         }
     }
 
+    /// Adds one `flavor` operation to `queue`, waits until it ran, and returns the
+    /// `OperationQueue.current` it saw (then runs `after` inside it).
+    private func currentQueue(
+        seenBy flavor: Flavor, on queue: OperationQueue, after: @escaping @Sendable () -> Void = {}
+    ) -> OperationQueue? {
+        let ran = expectation(description: "Background execution \(flavor)")
+        let seen = Locked<OperationQueue?>(nil)
+        queue.addOperation(
+            flavor.operation {
+                seen.withLock { $0 = OperationQueue.current }
+                ran.fulfill()
+                after()
+            })
+        wait(for: [ran], timeout: 30)
+        return seen.withLock { $0 }
+    }
+
     func test_CurrentQueueOnBackgroundQueue() {
         for flavor in Flavor.allCases {
-            let ran = expectation(description: "Background execution \(flavor)")
             let queue = OperationQueue()
-            let seen = Locked<OperationQueue?>(nil)
-            queue.addOperation(
-                flavor.operation {
-                    seen.withLock { $0 = OperationQueue.current }
-                    ran.fulfill()
-                })
-            wait(for: [ran], timeout: 30)
-            XCTAssertEqual(queue, seen.withLock { $0 }, "\(flavor)")
+            XCTAssertEqual(queue, currentQueue(seenBy: flavor, on: queue), "\(flavor)")
         }
     }
 
@@ -277,35 +286,19 @@ final class OperationQueueContractTests: XCTestCase {
         for flavor in Flavor.allCases {
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = 1
-            let ran = expectation(description: "Background execution \(flavor)")
-            let seen = Locked<OperationQueue?>(nil)
-            queue.addOperation(
-                flavor.operation {
-                    seen.withLock { $0 = OperationQueue.current }
-                    ran.fulfill()
-                    // Cancelling operation X from inside operation X must not crash.
-                    OperationQueue.current?.cancelAllOperations()
-                })
-            wait(for: [ran], timeout: 30)
-            XCTAssertEqual(queue, seen.withLock { $0 }, "\(flavor)")
+            // Cancelling operation X from inside operation X must not crash.
+            let seen = currentQueue(seenBy: flavor, on: queue) { OperationQueue.current?.cancelAllOperations() }
+            XCTAssertEqual(queue, seen, "\(flavor)")
             queue.waitUntilAllOperationsAreFinished()
         }
     }
 
     func test_CurrentQueueWithCustomUnderlyingQueue() {
         for flavor in Flavor.allCases {
-            let ran = expectation(description: "Background execution \(flavor)")
             let queue = OperationQueue()
             let underlying = DispatchQueue(label: "underlying_queue")
             queue.underlyingQueue = underlying
-            let seen = Locked<OperationQueue?>(nil)
-            queue.addOperation(
-                flavor.operation {
-                    seen.withLock { $0 = OperationQueue.current }
-                    ran.fulfill()
-                })
-            wait(for: [ran], timeout: 30)
-            XCTAssertEqual(queue, seen.withLock { $0 }, "\(flavor)")
+            XCTAssertEqual(queue, currentQueue(seenBy: flavor, on: queue), "\(flavor)")
             queue.waitUntilAllOperationsAreFinished()
             withExtendedLifetime(underlying) {}
         }
@@ -338,19 +331,11 @@ final class OperationQueueContractTests: XCTestCase {
 
     func test_CurrentQueueWithUnderlyingQueueResetToNil() {
         for flavor in Flavor.allCases {
-            let ran = expectation(description: "Background execution \(flavor)")
             let queue = OperationQueue()
             let underlying = DispatchQueue(label: "underlying_queue")
             queue.underlyingQueue = underlying
             queue.underlyingQueue = nil
-            let seen = Locked<OperationQueue?>(nil)
-            queue.addOperation(
-                flavor.operation {
-                    seen.withLock { $0 = OperationQueue.current }
-                    ran.fulfill()
-                })
-            wait(for: [ran], timeout: 30)
-            XCTAssertEqual(queue, seen.withLock { $0 }, "\(flavor)")
+            XCTAssertEqual(queue, currentQueue(seenBy: flavor, on: queue), "\(flavor)")
         }
     }
 

@@ -36,6 +36,7 @@ extension Command {
             if ending.postFinished { face.finished = true }
         }
         if ending.postFinished { tellWatchers() }
+        if keys.contains(.ready) && machine.withLock({ $0.face.tracking == .on }) { repostReadiness() }
     }
 
     /// `isFinished` turns true for a command that had ended before anything started it.
@@ -55,7 +56,22 @@ extension Command {
             $0.face.tracking == .on && $0.face.readinessTarget != $0.face.dependenciesFinished
         }
         guard stale else { return }
-        publish(.ready) { $0.dependenciesFinished = $0.readinessTarget }
+        var ready = false
+        publish(.ready) { face in
+            face.dependenciesFinished = face.readinessTarget
+            ready = face.isReady
+        }
+        if ready { repostReadiness() }
+    }
+
+    /// Posts the `isReady` pair once more, after a hop. Foundation's `OperationQueue` reads a new
+    /// operation's `isReady` before it adopts the operation; a change posted in between reaches no
+    /// queue, and the queue keeps the stale `false` until something else makes it look again (a race
+    /// of Foundation's own, plain operations included: on Linux it can leave a ready operation waiting
+    /// forever). The second post, once the queue has adopted the command, closes that window. Only for
+    /// a command whose readiness is tracked (one a queue of yours holds).
+    private func repostReadiness() {
+        DispatchQueue.global().async { [self] in publish(.ready) { _ in } }
     }
 
     /// `isReady`: cancelled, or every dependency finished (Foundation counts the plain ones).
@@ -87,10 +103,14 @@ extension Command {
         }
         guard let dependencies else { return false }
         for node in dependencies { watchForReadiness(node) }
+        var ready = false
         publish(.ready) { face in
             face.tracking = .on
             face.dependenciesFinished = face.readinessTarget
+            ready = face.isReady
         }
+        // Another reader may have been told `false` while this one registered.
+        if ready { repostReadiness() }
         return true
     }
 

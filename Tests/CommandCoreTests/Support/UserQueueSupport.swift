@@ -4,28 +4,27 @@ import Foundation
 
 @testable import CommandCore
 
-/// Waits, without blocking the concurrency pool, for `queue.waitUntilAllOperationsAreFinished()` to
-/// return on a plain `Thread` of its own (as a user's code would call it); false if it did not
-/// within `seconds`.
-func allFinished(_ queue: OperationQueue, seconds: Double = 60) async -> Bool {
+/// Runs `wait` (a blocking Foundation wait) on a plain `Thread` of its own, as a user's code would,
+/// and waits for it to return without blocking the concurrency pool; false if it did not within
+/// `seconds`.
+func returns(within seconds: Double = 60, _ wait: @escaping @Sendable () -> Void) async -> Bool {
     let done = Checkpoint()
     let thread = Thread {
-        queue.waitUntilAllOperationsAreFinished()
+        wait()
         done.fulfill()
     }
     thread.start()
     return await done.wait(seconds: seconds)
 }
 
-/// Waits for `operation.waitUntilFinished()` on a plain thread.
+/// `queue.waitUntilAllOperationsAreFinished()` returned on a plain thread.
+func allFinished(_ queue: OperationQueue, seconds: Double = 60) async -> Bool {
+    await returns(within: seconds) { queue.waitUntilAllOperationsAreFinished() }
+}
+
+/// `operation.waitUntilFinished()` returned on a plain thread.
 func finished(_ operation: Operation, seconds: Double = 60) async -> Bool {
-    let done = Checkpoint()
-    let thread = Thread {
-        operation.waitUntilFinished()
-        done.fulfill()
-    }
-    thread.start()
-    return await done.wait(seconds: seconds)
+    await returns(within: seconds) { operation.waitUntilFinished() }
 }
 
 /// A shared clock of steps, so "ran after its dependencies ended" is checked without timing.
