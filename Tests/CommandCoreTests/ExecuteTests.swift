@@ -174,18 +174,20 @@ final class Gate: Sendable {
         #expect(calls.all == ["true 2 true false", "true nil true true"])
     }
 
-    final class Callback: CommandCallback, @unchecked Sendable {
+    final class Callback: CommandCallback, Sendable {
         typealias Output = Int
-        // Only written by the callbacks, which the delivery contract serialises; read after `done`.
-        var received: [String] = []
+        // Written by the callbacks (which the delivery contract serialises) and read by the test: a
+        // lock makes the hand-over visible to ThreadSanitizer, whatever thread resumes the test.
+        private let log = Locked<[String]>([])
+        var received: [String] { log.withLock { $0 } }
         let done = Checkpoint()
-        func command(_ command: Command<Int>, didSend value: Int) { received.append("value \(value)") }
+        func command(_ command: Command<Int>, didSend value: Int) { log.withLock { $0.append("value \(value)") } }
         func commandDidComplete(_ command: Command<Int>) {
-            received.append("completed")
+            log.withLock { $0.append("completed") }
             done.fulfill()
         }
         func command(_ command: Command<Int>, didFailWith error: any Error) {
-            received.append("failed")
+            log.withLock { $0.append("failed") }
             done.fulfill()
         }
     }
