@@ -226,7 +226,7 @@ extension Command: DependencyNode {
         }
         let isSelf = operation === self
         let action = machine.withLock {
-            $0.addDependency(operation, isSelf: isSelf, isPlain: node == nil, typeName: String(describing: Self.self))
+            $0.addDependency(operation, isSelf: isSelf, typeName: String(describing: Self.self))
         }
         switch action {
         case .duplicate:

@@ -82,9 +82,6 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// The closure of `Command { result in ... }`; released when the command ends.
     var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
     private(set) var dependencies: [Operation] = []
-    /// A plain `Operation` was given as a dependency (Foundation then keeps an unretained pointer to
-    /// this command in it, which `deinit` removes).
-    private(set) var hasPlainDependencies = false
     /// The identities of `dependencies`, so a duplicate edge is found in O(1), not O(edges): a fan-in
     /// of 100,000 dependencies would otherwise be quadratic to build.
     private var dependencyIDs: Set<ObjectIdentifier> = []
@@ -144,10 +141,9 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     // MARK: - Dependencies
 
     mutating func addDependency(
-        _ operation: Operation, isSelf: Bool, isPlain: Bool = false, typeName: @autoclosure () -> String
+        _ operation: Operation, isSelf: Bool, typeName: @autoclosure () -> String
     ) -> AddDependencyAction {
         if dependencyIDs.contains(ObjectIdentifier(operation)) { return .duplicate }
-        if isPlain { hasPlainDependencies = true }
         if isSelf {
             switch lifecycle {
             case .pending, .claimed:

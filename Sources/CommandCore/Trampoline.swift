@@ -1,11 +1,15 @@
-/// Runs `.immediate` deliveries with a loop per thread instead of nesting them.
+/// Runs nested work with a loop per thread instead of nesting it.
 ///
 /// A value sent at the head of a 10,000-stage `map` chain is delivered stage by stage on the
 /// producing thread. Nested calls would grow the stack by a few frames per stage and overflow it
-/// (OpenCombine crashes near 580 stages here). Instead, the first immediate delivery on a thread runs
-/// a loop; a delivery started from inside it is queued (FIFO) and run by that loop once the current
-/// one returns. Each observer's own order is kept by its mailbox; the stack depth stays constant.
-enum Trampoline {
+/// (OpenCombine crashes near 580 stages here). Instead, the first call on a thread runs a loop; a
+/// call made from inside it is queued (FIFO) and run by that loop once the current one returns. Each
+/// observer's own order is kept by its mailbox; the stack depth stays constant.
+///
+/// Two independent loops: ``deliveries`` for `.immediate` deliveries, ``cancels`` for a cancel
+/// walking up a chain (cancelling the last of 10,000 stages cancels its input, which cancels its
+/// input...: about 11 frames a stage, which overflowed a 512 KiB thread at 390 stages).
+final class Trampoline: Sendable {
     /// Per-thread state; only touched by its own thread.
     final class Queue {
         var blocks: [@Sendable () -> Void] = []
@@ -13,12 +17,17 @@ enum Trampoline {
         var running = false
     }
 
-    private static let perThread = ThreadLocal { Queue() }
+    private let perThread = ThreadLocal { Queue() }
 
-    private static var current: Queue { perThread.current }
+    /// `.immediate` deliveries.
+    static let deliveries = Trampoline()
+    /// Cancels of a run's cancelable (which cancel inputs, which cancel theirs...).
+    static let cancels = Trampoline()
 
-    static func run(_ block: @escaping @Sendable () -> Void) {
-        let queue = current
+    static func run(_ block: @escaping @Sendable () -> Void) { deliveries.run(block) }
+
+    func run(_ block: @escaping @Sendable () -> Void) {
+        let queue = perThread.current
         if queue.running {
             queue.blocks.append(block)
             return

@@ -132,6 +132,43 @@ private final class Source: Command<Int>, @unchecked Sendable {
         #expect(await sourceReleased.wait())
     }
 
+    /// A running 10,000-stage chain cancelled from its last node, on a thread with a 512 KiB stack (an
+    /// Apple secondary thread's size): the cancel walks up the chain at constant depth (it used to
+    /// recurse about 11 frames a stage and overflowed at 390 stages), and every stage ends cancelled.
+    @Test func tenThousandStageMapChain_cancelledFromItsEnd_onA512KiBThread() async {
+        let stages = 10_000
+        // Sends one value when it runs, then runs until cancelled (its cancelable keeps the result).
+        let source = Command<Int> { result in
+            result.send(0)
+            return BlockCancelable { withExtendedLifetime(result) {} }
+        }
+        var node: Command<Int> = source
+        var all: [Command<Int>] = []
+        for _ in 0..<stages {
+            node = node.map { $0 + 1 }
+            all.append(node)
+        }
+        let first = Checkpoint()
+        let ended = Checkpoint()
+        let last = node
+        last.execute(on: .immediate) { event in
+            if event.value != nil { first.fulfill() }
+            if event.isTerminal { ended.fulfill() }
+        }
+        #expect(await first.wait())
+        let cancelled = Checkpoint()
+        let thread = Thread {
+            last.cancel()
+            cancelled.fulfill()
+        }
+        thread.stackSize = 512 * 1024
+        thread.start()
+        #expect(await cancelled.wait())
+        #expect(await ended.wait())
+        #expect(all.allSatisfy { $0.state.isTerminal })
+        #expect(source.state.isTerminal)
+    }
+
     @Test func combinatorGraph_isReleasedAfterItEnded() async {
         let released = Checkpoint()
         let inner = Checkpoint()

@@ -74,7 +74,7 @@ extension Command {
         DispatchQueue.global().async { [self] in publish(.ready) { _ in } }
     }
 
-    /// `isReady`: cancelled, or every dependency finished (Foundation counts the plain ones).
+    /// `isReady`: cancelled, or every dependency finished.
     func readiness() -> Bool {
         let (cancelled, tracking, commandsDone, engineQueued) = machine.withLock {
             ($0.face.cancelled, $0.face.tracking, $0.face.dependenciesFinished, $0.queue.holder != nil)
@@ -84,25 +84,26 @@ extension Command {
         switch tracking {
         case .off:
             if !startTrackingReadiness() { return readiness() }
-            return machine.withLock { $0.face.isReady } && foundationIsReady
+            return machine.withLock { $0.face.isReady }
         case .registering:
             // Another thread is registering; it posts a KVO pair when done.
             return false
         case .on:
-            return commandsDone && foundationIsReady
+            return commandsDone
         }
     }
 
-    /// The first `isReady`: registers with every unfinished command dependency (they tell this command
-    /// when they publish `isFinished`), then publishes the answer. False if another thread started.
+    /// The first `isReady`: registers with every unfinished dependency (a command tells this one when
+    /// it publishes `isFinished`; a plain operation is watched), then publishes the answer. False if
+    /// another thread started.
     private func startTrackingReadiness() -> Bool {
-        let dependencies = machine.withLock { machine -> [any DependencyNode]? in
+        let dependencies = machine.withLock { machine -> [Operation]? in
             guard machine.face.tracking == .off else { return nil }
             machine.face.tracking = .registering
-            return machine.dependencies.compactMap { $0 as? any DependencyNode }
+            return machine.dependencies
         }
         guard let dependencies else { return false }
-        for node in dependencies { watchForReadiness(node) }
+        for operation in dependencies { watchForReadiness(operation, node: operation as? any DependencyNode) }
         var ready = false
         publish(.ready) { face in
             face.tracking = .on
@@ -114,34 +115,44 @@ extension Command {
         return true
     }
 
-    private func watchForReadiness(_ node: any DependencyNode) {
-        machine.withLock { $0.face.dependencyAdded() }
-        if !node.addFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
+    /// Counts `operation` as unfinished until it finishes: a command tells this one when it publishes
+    /// `isFinished`; a plain operation is watched by a ``PlainOperationWatcher``. Readiness never goes
+    /// through Foundation's own dependency count: Foundation posts `isReady` from the thread that
+    /// finished a dependency and writes the answer into its queue's cache unconditionally, so a
+    /// `false` read a moment earlier could overwrite a newer `true` and strand a ready command.
+    private func watchForReadiness(_ operation: Operation, node: (any DependencyNode)?) {
+        if let node {
+            machine.withLock { $0.face.dependencyAdded() }
+            if !node.addFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
+            return
+        }
+        let id = ObjectIdentifier(operation)
+        guard machine.withLock({ $0.face.addPlainDependency(id) }) else { return }
+        PlainOperationWatcher.watch(operation) { [weak self] in self?.plainDependencyDidFinish(id) }
     }
 
-    /// Records `operation` as a dependency for Foundation's readiness: a command dependency is
-    /// counted here (once readiness is tracked) and tells this command when it publishes `isFinished`;
-    /// a plain `Operation` is given to Foundation's own `addDependency`, which counts it and posts
-    /// `isReady` when it finishes.
+    private func plainDependencyDidFinish(_ id: ObjectIdentifier) {
+        if machine.withLock({ $0.face.plainDependencyGone(id) }) { publishReadiness() }
+    }
+
+    /// Records `operation` as a dependency for readiness, once readiness is tracked (see
+    /// `watchForReadiness`).
     func trackReadiness(of operation: Operation, node: (any DependencyNode)?) {
-        if let node {
-            guard machine.withLock({ $0.face.tracking != .off }) else { return }
-            watchForReadiness(node)
-            publishReadiness()
-        } else {
-            foundationAddDependency(operation)
-        }
+        guard machine.withLock({ $0.face.tracking != .off }) else { return }
+        watchForReadiness(operation, node: node)
+        publishReadiness()
     }
 
     /// Forgets `operation` for readiness (an edge removed before executing).
     func untrackReadiness(of operation: Operation) {
+        guard machine.withLock({ $0.face.tracking != .off }) else { return }
         if let node = operation as? any DependencyNode {
-            guard machine.withLock({ $0.face.tracking != .off }) else { return }
             if node.removeFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
-            publishReadiness()
         } else {
-            foundationRemoveDependency(operation)
+            // Its watcher, when it fires, finds the edge gone.
+            _ = machine.withLock { $0.face.plainDependencyGone(ObjectIdentifier(operation)) }
         }
+        publishReadiness()
     }
 
     func addFaceWatcher(_ node: any DependencyNode) -> Bool {

@@ -15,8 +15,8 @@ struct OperationFace: Sendable {
     var finished = false
     /// `isCancelled` as published.
     var cancelled = false
-    /// Every dependency that is a command has published `isFinished` (as published; plain `Operation`
-    /// dependencies are counted by Foundation itself). Meaningful once `tracking` is `.on`.
+    /// Every dependency has finished (commands: published `isFinished`), as published. Meaningful once
+    /// `tracking` is `.on`.
     var dependenciesFinished = true
     /// Readiness is tracked only once someone asked for `isReady` (a queue does when the command is
     /// added to it): a graph the engine runs by itself never pays for it.
@@ -30,8 +30,25 @@ struct OperationFace: Sendable {
         case registering
         case on
     }
-    /// Dependencies that are commands and have not published `isFinished` yet.
+    /// Dependencies that have not finished yet (commands: not published `isFinished`).
     private(set) var unfinishedDependencies = 0
+    /// Plain `Operation` dependencies being watched (counted in `unfinishedDependencies` too).
+    private var plainWatched: Set<ObjectIdentifier> = []
+
+    /// A plain dependency to watch: counted; false if it already is.
+    mutating func addPlainDependency(_ id: ObjectIdentifier) -> Bool {
+        guard plainWatched.insert(id).inserted else { return false }
+        unfinishedDependencies += 1
+        return true
+    }
+
+    /// A watched plain dependency finished or was removed; false if it was not watched any more.
+    mutating func plainDependencyGone(_ id: ObjectIdentifier) -> Bool {
+        guard plainWatched.remove(id) != nil else { return false }
+        dependencyGone()
+        return true
+    }
+
     /// Dependents told when this command publishes `isFinished` (held weakly: a graph that is built and
     /// dropped without running must be freed).
     private var watchers: [WeakNode] = []
