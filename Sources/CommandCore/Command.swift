@@ -56,9 +56,10 @@ import Foundation
 ///
 /// **Cancel.** `cancel()`, the token `execute` returns, or a released ``CancelBag`` holding it: the
 /// cancelable `run` returned is cancelled once (outside any lock), ``CommandResult/isCancelled`` turns
-/// true, observers get `.cancelled` as their terminal event, later sends are ignored, and no value
-/// callback starts on any context after `cancel()` returned (a value whose delivery was claimed before
-/// may still be running). A command cancelled before it ran never calls `run`; it stays alive until
+/// true, observers get `.cancelled` as their terminal event, later sends are ignored, and no value is
+/// claimed for delivery after the cancel: called on an observer's own serial context, no value
+/// callback starts there after `cancel()` returned; from another thread, the one value per observer
+/// whose delivery had already been claimed may still be delivered. A command cancelled before it ran never calls `run`; it stays alive until
 /// its dependencies finished. Dependents of a cancelled command end cancelled (see above). As for any
 /// Foundation operation, a command cancelled before anything started it turns ready but not finished:
 /// `isFinished` turns true when the queue holding it, `start()` or `execute` starts it (a command the

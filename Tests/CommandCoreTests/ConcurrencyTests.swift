@@ -146,3 +146,76 @@ import Testing
         }
     }
 }
+
+/// The cancel promise that can hold: `cancel()` called on the observer's own serial context (here
+/// from inside its callback) means no value callback starts after it returned, while the producer
+/// keeps sending from another thread. (From another thread, a value whose delivery was already
+/// claimed may still arrive: see the Cancellation article.)
+@Suite struct CancelOnOwnContextTests {
+    /// One run: values flow from another thread until the cancel; the observer cancels from its first
+    /// value callback; returns the number of value callbacks that started after that `cancel()`
+    /// returned.
+    private func lateValues(on context: CallbackContext) async -> Int? {
+        let command = Command<Int> { result in
+            // Sends until cancelled (completing first would make the cancel a no-op, and the values
+            // already sent would rightly still be delivered).
+            DispatchQueue.global().async {
+                var value = 0
+                while !result.isCancelled && value < 10_000_000 {
+                    result.send(value)
+                    value += 1
+                }
+                result.complete()
+            }
+            return nil
+        }
+        // Touched only on `context`, one callback at a time (the delivery contract); the lock makes
+        // that visible to ThreadSanitizer.
+        let state = Locked((cancelled: false, late: 0))
+        let ended = Checkpoint()
+        command.execute(on: context) { event in
+            switch event {
+            case .value:
+                let cancelNow = state.withLock { state -> Bool in
+                    if state.cancelled { state.late += 1 }
+                    return !state.cancelled
+                }
+                if cancelNow {
+                    command.cancel()
+                    state.withLock { $0.cancelled = true }
+                }
+            default:
+                ended.fulfill()
+            }
+        }
+        guard await ended.wait(seconds: 60) else { return nil }
+        return state.withLock { $0.late }
+    }
+
+    @Test func cancelOnASerialQueue_noValueCallbackAfterItReturned() async {
+        let queue = DispatchQueue(label: "observer")
+        for _ in 0..<300 {
+            #expect(await lateValues(on: .queue(queue)) == 0)
+        }
+    }
+
+    @Test func cancelOnTheMainQueue_noValueCallbackAfterItReturned() async {
+        for _ in 0..<100 {
+            #expect(await lateValues(on: .queue(.main)) == 0)
+        }
+    }
+
+    @Test func cancelOnARunLoop_noValueCallbackAfterItReturned() async {
+        let thread = RunLoopThread()
+        thread.start()
+        #expect(await thread.ready.wait())
+        guard let loop = thread.loop else {
+            Issue.record("no run loop")
+            return
+        }
+        for _ in 0..<100 {
+            #expect(await lateValues(on: .runLoop(loop)) == 0)
+        }
+        thread.stop()
+    }
+}
