@@ -60,11 +60,15 @@ extension Command {
     /// cancels. Returning without a terminal event completes the command; throwing fails it.
     ///
     /// ```swift
-    /// let fetch = Command<Data> { result in
+    /// let fetch = Command<Data>(async: { result in
     ///     for try await chunk in stream { result.send(chunk) }
-    /// }
+    /// })
     /// ```
-    public convenience init(_ body: @escaping @Sendable (CommandResult<Output>) async throws -> Void) {
+    ///
+    /// The label keeps it apart from `Command { result in ...; return cancelable }`, whose closure
+    /// returns what cancels the work (or nil): without it, a closure that starts work for later and
+    /// forgets its `return nil` compiled as this form, completed at once and dropped the later result.
+    public convenience init(async body: @escaping @Sendable (CommandResult<Output>) async throws -> Void) {
         self.init { (result: CommandResult<Output>) -> (any Cancelable)? in
             let task = Task {
                 do {
@@ -81,8 +85,8 @@ extension Command {
     /// A command with one value, the result of an `async` function: `Command { try await fetch() }`.
     /// Cancelling the command cancels the task.
     public convenience init(_ operation: @escaping @Sendable () async throws -> Output) {
-        self.init { (result: CommandResult<Output>) async throws in
+        self.init(async: { (result: CommandResult<Output>) async throws in
             result.succeed(try await operation())
-        }
+        })
     }
 }

@@ -136,19 +136,38 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         guard case .cancelled = await terminalState(of: infinite) else { Issue.record("not cancelled"); return }
     }
 
+    /// The original README's `excuteBlock` shape: work that reports later from another queue, with
+    /// `return nil` (without it the closure no longer compiles as another initialiser that completes at
+    /// once): the late value arrives.
+    @Test func blockCommand_reportingLater_deliversTheLateValue() async {
+        let command = Command<Int> { result in
+            DispatchQueue.global().asyncAfter(deadline: .now()) { result.succeed(1) }
+            return nil
+        }
+        let values = Locked<[Int]>([])
+        let ended = Checkpoint()
+        command.execute(on: .immediate) { event in
+            if let value = event.value { values.withLock { $0.append(value) } }
+            if event.isTerminal { ended.fulfill() }
+        }
+        #expect(await ended.wait())
+        #expect(values.withLock { $0 } == [1])
+        #expect(command.state.isTerminal)
+    }
+
     @Test func asyncClosureCommands_runInATaskThatCancelCancels() async throws {
         let one = Command<String> { () async throws -> String in "fetched" }
         #expect(try await one.value == "fetched")
 
         let sawCancellation = Checkpoint()
-        let streaming = Command<Int> { (result: CommandResult<Int>) async throws in
+        let streaming = Command<Int>(async: { result in
             result.send(1)
             // Waits for an element that never comes; the task's cancellation ends the wait.
             let (never, continuation) = AsyncStream<Int>.makeStream()
             for await _ in never {}
             withExtendedLifetime(continuation) {}
             if Task.isCancelled { sawCancellation.fulfill() }
-        }
+        })
         let first = Checkpoint()
         streaming.execute(on: .immediate) { event in if case .value = event { first.fulfill() } }
         #expect(await first.wait())
