@@ -146,6 +146,9 @@ extension Command: DependencyNode {
         case .admission:
             admit()
             return []
+        case .inPlace:
+            runInPlace()
+            return []
         case .fail(let error):
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
             return []

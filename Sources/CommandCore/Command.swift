@@ -21,8 +21,9 @@ import Foundation
 ///
 /// **Running.** ``execute(on:_:)-(_,(CommandEvent<Output>)->Void)`` executes it: its dependencies
 /// that are commands and have not started are executed too; once every dependency finished, the
-/// engine schedules the run on ``executeQueue`` (with a small block operation: the engine never adds
-/// the command object itself to a queue) and ``run(_:)`` is called there. A command runs at most once;
+/// engine schedules the run on ``executeQueue`` and ``run(_:)`` is called there (a combinator node of
+/// `CommandGraph`, whose run only subscribes to its inputs, runs in place instead, so its chain is
+/// wired before `execute` returns). A command runs at most once;
 /// executing it again attaches another observer to the same run, which first gets everything sent so
 /// far (see ``replay``), then the live events. A fresh run is a fresh instance.
 ///
@@ -337,7 +338,22 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         switch machine.withLock({ $0.handOver(makeQueue: makeQueue, admitting: admitting) }) {
         case .queue(let queue): enqueue(on: queue)
         case .admission: admit()
+        case .inPlace: runInPlace()
         }
+    }
+
+    /// Runs a ready combinator node on this thread, through the wiring trampoline: its run subscribes
+    /// to its inputs, which are combinators too in a chain, so nested runs are queued, not nested (a
+    /// 10,000-stage chain is wired at constant stack depth), and all done before the outermost call
+    /// (an `execute`) returns.
+    func runInPlace() {
+        Trampoline.wiring.run { [self] in begin(external: false) }
+    }
+
+    /// Marks this command as a combinator node whose run only subscribes to its inputs: it runs in
+    /// place once ready (see `CommandStateMachine.QueueSettings.inPlace`). Set before executing.
+    package func runsInPlace() {
+        machine.withLock { $0.queue.inPlace = true }
     }
 
     /// Takes an admission slot, or waits in the backlog for one.

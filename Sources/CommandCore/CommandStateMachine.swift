@@ -39,6 +39,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         var handedOver = false
         /// The ``Admission`` slot (a quality of service) the command holds until it starts.
         var admission: Int?
+        /// A combinator node: its run only subscribes to its inputs, so once ready it runs in place on
+        /// the thread that made it ready (through ``Trampoline/wiring``) instead of on a queue, unless
+        /// a queue or underlying queue was assigned. Its observers are wired before `execute` returns.
+        var inPlace = false
         /// No queue was assigned or made yet and no underlying queue set: the command will run on
         /// a queue the engine makes, so it goes through ``Admission``.
         var isEngineMade: Bool { queue == nil && underlying == nil }
@@ -50,6 +54,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case queue(OperationQueue)
         /// Ask ``Admission`` for a slot first; no queue was made yet.
         case admission
+        /// Run it in place (a combinator node; see ``QueueSettings/inPlace``).
+        case inPlace
     }
 
     private(set) var lifecycle: Lifecycle = .pending
@@ -265,6 +271,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         case startedReady
         /// Ready at once, to a queue the engine makes: through ``Admission``.
         case admission
+        /// Ready at once, a combinator node: run it in place.
+        case inPlace
         /// Fail with this misuse (a self-dependency).
         case fail(CommandError)
         /// Ended meanwhile, or not this walk's.
@@ -282,6 +290,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
             lifecycle = .enqueued
             timing.readyAt = timing.executedAt
             if startedExternally { return .startedReady }
+            if queue.inPlace && queue.isEngineMade {
+                queue.handedOver = true
+                return .inPlace
+            }
             if admitting && queue.isEngineMade { return .admission }
             return .enqueue(handOver(makeQueue: makeQueue))
         }
@@ -293,6 +305,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// and the engine makes the queue, ``HandOver/admission`` and nothing made yet.
     @inline(__always)
     mutating func handOver(makeQueue: () -> OperationQueue, admitting: Bool) -> HandOver {
+        if queue.inPlace && queue.isEngineMade && !startedExternally {
+            queue.handedOver = true
+            return .inPlace
+        }
         if admitting && queue.isEngineMade && !startedExternally { return .admission }
         return .queue(handOver(makeQueue: makeQueue))
     }

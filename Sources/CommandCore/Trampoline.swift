@@ -6,9 +6,11 @@
 /// call made from inside it is queued (FIFO) and run by that loop once the current one returns. Each
 /// observer's own order is kept by its mailbox; the stack depth stays constant.
 ///
-/// Two independent loops: ``deliveries`` for `.immediate` deliveries, ``cancels`` for a cancel
+/// Three independent loops: ``deliveries`` for `.immediate` deliveries, ``cancels`` for a cancel
 /// walking up a chain (cancelling the last of 10,000 stages cancels its input, which cancels its
-/// input...: about 11 frames a stage, which overflowed a 512 KiB thread at 390 stages).
+/// input...: about 11 frames a stage, which overflowed a 512 KiB thread at 390 stages), ``wiring`` for
+/// combinator nodes run in place (each subscribes to its input, which runs in place and subscribes to
+/// its own...).
 final class Trampoline: Sendable {
     /// Per-thread state; only touched by its own thread.
     final class Queue {
@@ -23,6 +25,8 @@ final class Trampoline: Sendable {
     static let deliveries = Trampoline()
     /// Cancels of a run's cancelable (which cancel inputs, which cancel theirs...).
     static let cancels = Trampoline()
+    /// Runs of combinator nodes started in place (whose run subscribes to inputs, which start theirs...).
+    static let wiring = Trampoline()
 
     static func run(_ block: @escaping @Sendable () -> Void) { deliveries.run(block) }
 

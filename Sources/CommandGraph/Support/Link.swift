@@ -148,6 +148,7 @@ extension Command {
         }
         node.name = name
         node.retain(inputs: inputs)
+        node.runsInPlace()
         return node
     }
 }
