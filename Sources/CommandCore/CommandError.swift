@@ -93,10 +93,17 @@ extension CommandError {
             dependency: dependency)
     }
 
+    /// Every command of a cycle gets one of these: the message names at most 16 commands of a long
+    /// cycle (the first 8 and the last 8), so failing a 20,000-command cycle stays linear; ``cycle``
+    /// keeps the whole path (one array shared by all of them).
     static func cycle(_ command: String, path: [String]) -> CommandError {
-        CommandError(
+        let shown =
+            path.count <= 16
+            ? path.joined(separator: " -> ")
+            : (path.prefix(8) + ["... (\(path.count - 16) more) ..."] + path.suffix(8)).joined(separator: " -> ")
+        return CommandError(
             code: .dependencyCycle, command: command,
-            message: "'\(command)' is part of a dependency cycle: \(path.joined(separator: " -> ")). "
+            message: "'\(command)' is part of a dependency cycle: \(shown). "
                 + "Remove one of these edges; a command cannot (even indirectly) wait for itself.",
             cycle: path)
     }

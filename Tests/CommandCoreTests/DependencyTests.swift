@@ -206,4 +206,97 @@ private func logging(_ name: String, _ log: Log, fail: Bool = false) -> Command<
         #expect(await recorder.waitForTerminal())
         #expect(log.all == ["late", "last"])
     }
+
+    /// A cycle closed while its commands wait: `p` (executed, waiting on a running gate) gets a
+    /// dependency on `q`, which depends on `p`. The edge is searched although it goes to an older
+    /// command (an executed command gets no later walk): refused, `p` fails with the cycle named and
+    /// `q` ends with it; nothing hangs.
+    @Test func cycleClosedWhileWaiting_failsTheCycle_neverHangs() async {
+        let gate = Gate()
+        let running = gate.command()
+        let log = Log()
+        let q = logging("q", log)
+        let p = logging("p", log)
+        p.addDependency(running)
+        let pRecorder = Recorder<String>()
+        p.execute(on: .immediate, pRecorder.handler)
+        #expect(await gate.started.wait())
+        q.addDependency(p)
+        p.addDependency(q)  // p -> q -> p, closed while p waits: an edge to an older command
+        #expect(await pRecorder.waitForTerminal())
+        #expect(pRecorder.terminal?.commandError?.code == .dependencyCycle)
+        #expect(pRecorder.terminal?.commandError?.cycle == ["p", "q", "p"])
+        let qRecorder = Recorder<String>()
+        q.execute(on: .immediate, qRecorder.handler)
+        #expect(await qRecorder.waitForTerminal())
+        #expect(qRecorder.terminal?.commandError?.code == .dependencyFailed)
+        gate.complete()
+        #expect(log.all.isEmpty)
+    }
+
+    /// The window of the issue: an edge closing a cycle added from another thread while the execute
+    /// walk holds the command claimed (walked, not yet registered). A 20,000-command chain whose
+    /// dependencies are newer than their dependents, so the closing edge (middle -> root) goes to an
+    /// older command and is O(1) when the command is pending; the other thread adds it while the walk
+    /// runs, at a different point each round. Whatever the moment (pending, claimed, waiting, handed
+    /// over), every command ends: the cycle is failed or the edge refused, never a hang.
+    @Test(.tags(.stress)) func cycleClosedDuringTheExecuteWalk_neverHangs() async {
+        let rounds = StressScale.pick(short: 12, long: 200)
+        let size = 20_000
+        var outcomes: [String: Int] = [:]
+        for round in 0..<rounds {
+            var chain: [Command<Int>] = []
+            for index in 0..<size {
+                let command = Command<Int> { result in
+                    result.succeed(index)
+                    return nil
+                }
+                command.name = "c\(index)"
+                chain.append(command)
+            }
+            for index in 0..<(size - 1) { chain[index].addDependency(chain[index + 1]) }
+            let root = chain[0]
+            let middle = chain[size / 2 + round * (size / 2) / rounds]
+            let walking = Checkpoint()
+            let seen = Locked<String>("")
+            let closed = Checkpoint()
+            let closer = Thread {
+                // Aims at the window: from the moment the walk claimed `middle` (half a walk before it
+                // registers it) or later; a dedicated thread, not the pool.
+                while !walking.isFulfilled {}
+                var state = ""
+                while state.isEmpty || state == "pending" {
+                    state = middle.machine.withLock { machine in
+                        switch machine.lifecycle {
+                        case .pending: "pending"
+                        case .claimed: "claimed"
+                        case .waiting: "waiting"
+                        default: "handed over"
+                        }
+                    }
+                }
+                middle.addDependency(root)
+                seen.withLock { $0 = state }
+                closed.fulfill()
+            }
+            closer.stackSize = 512 * 1024
+            closer.start()
+            let recorder = Recorder<Int>()
+            walking.fulfill()
+            root.execute(on: .immediate, recorder.handler)
+            #expect(await recorder.waitForTerminal(), "round \(round): the graph hung")
+            let ended = Checkpoint()
+            middle.observeState(on: .immediate) { if $0.isTerminal { ended.fulfill() } }
+            #expect(await ended.wait(), "round \(round): the middle command never ended")
+            #expect(await closed.wait())
+            let key: String
+            switch middle.state {
+            case .failed(let error as CommandError): key = "\(error.code)"
+            case .cancelled(let error): key = "cancelled \(error.code)"
+            default: key = "\(middle.state)"
+            }
+            outcomes[seen.withLock { $0 } + " -> " + key, default: 0] += 1
+        }
+        print("cycle during walk: \(outcomes)")
+    }
 }

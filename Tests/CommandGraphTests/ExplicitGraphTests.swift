@@ -187,6 +187,50 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         }
     }
 
+    /// Seeded random DAGs with an edge closing a cycle (an ancestor made to depend on a descendant)
+    /// added from another thread before or during the run: the edge is refused or the cycle fails,
+    /// and every graph finishes.
+    @Test(.tags(.stress)) func randomDAGs_withACycleClosedBeforeOrDuringTheRun_finish() async throws {
+        let count = StressScale.pick(short: 500, long: 10_000)
+        for seed in 0..<UInt64(count) {
+            var random = SeededRandom(seed: seed &+ 0xC1C1E)
+            let size = Int.random(in: 2...30, using: &random)
+            let log = Locked<[String]>([])
+            let graph = Graph()
+            var commands: [Command<Int>] = []
+            var parents: [[Int]] = []
+            for index in 0..<size {
+                let chosen =
+                    index == 0
+                    ? []
+                    : Array(
+                        Set(
+                            (0...Int.random(in: 0...2, using: &random)).map { _ in
+                                Int.random(in: 0..<index, using: &random)
+                            }))
+                parents.append(chosen)
+                commands.append(try graph.add(node("\(index)", log: log), dependsOn: chosen.map { commands[$0] }))
+            }
+            // A descendant and one of its ancestors, found by walking up from it.
+            let descendant = Int.random(in: 1..<size, using: &random)
+            var ancestor = descendant
+            while let up = parents[ancestor].randomElement(using: &random),
+                ancestor == descendant || Bool.random(using: &random)
+            {
+                ancestor = up
+            }
+            let (from, to) = (commands[ancestor], commands[descendant])
+            if Bool.random(using: &random) {
+                from.addDependency(to)
+                try graph.run(on: .immediate)
+            } else {
+                try graph.run(on: .immediate)
+                DispatchQueue.global().async { from.addDependency(to) }
+            }
+            #expect(await finishes(graph), "seed \(seed): the graph did not finish")
+        }
+    }
+
     /// Seeded random DAGs: every command runs at most once and only after all its dependencies
     /// completed; nothing runs after a failed dependency; the graph finishes; everything is released.
     @Test(.tags(.stress)) func randomDAGs_keepEveryRule() async throws {
