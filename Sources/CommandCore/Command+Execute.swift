@@ -119,6 +119,17 @@ extension Command {
     /// A combinator's inputs still held (released when it ends).
     package var inputCommands: [Operation] { machine.withLock { $0.inputOperations } }
 
+    /// The commands a combinator subscribed to while running and still alive (see
+    /// ``recordRunTimeInput(_:)``).
+    package var runTimeInputs: [Operation] { machine.withLock { $0.runTimeLinks.compactMap(\.operation) } }
+
+    /// Records `operation` as subscribed at run time by this combinator (the next command of
+    /// `then { }`, a `flatMap` inner, a `catch` recovery, a `retry` attempt), for pictures and stall
+    /// reports. Held weakly.
+    package func recordRunTimeInput(_ operation: Operation) {
+        machine.withLock { $0.recordRunTimeInput(operation) }
+    }
+
     /// Keeps `inputs` alive until this command ends (released with a loop, so a long chain of
     /// combinators is freed without recursion).
     package func retain(inputs: [Operation]) {
@@ -192,6 +203,8 @@ package protocol TrackableCommand: AnyObject {
     var heldCommands: [Operation] { get }
     /// A combinator's inputs (not its dependencies).
     var inputCommands: [Operation] { get }
+    /// The commands a combinator subscribed to while running, still alive.
+    var runTimeInputs: [Operation] { get }
     var dependencies: [Operation] { get }
     var displayName: String { get }
     var state: CommandState { get }

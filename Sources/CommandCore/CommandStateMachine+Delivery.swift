@@ -21,6 +21,15 @@ extension CommandStateMachine {
 
     var heldOperations: [Operation] { dependencies + inputs }
 
+    /// Records a command subscribed at run time. Entries whose command was released are dropped
+    /// whenever the list doubles, so an endless `flatMap` keeps only about twice its live inners.
+    mutating func recordRunTimeInput(_ operation: Operation) {
+        if runTimeLinks.count >= 8 && runTimeLinks.count.nonzeroBitCount == 1 {
+            runTimeLinks.removeAll { $0.operation == nil }
+        }
+        runTimeLinks.append(WeakOperation(operation))
+    }
+
     /// The inputs, also after they were released (while something else keeps them alive).
     var inputOperations: [Operation] { inputLinks.compactMap(\.operation) }
 

@@ -81,6 +81,10 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     private var runInProgress = false
     /// The inputs by weak reference, for pictures of the graph after the inputs were released.
     var inputLinks: [WeakOperation] = []
+    /// Commands a combinator subscribed to while running (the next command of `then { }`, each inner
+    /// command of `flatMap`, a `catch` recovery, a `retry` attempt), by weak reference, for pictures
+    /// and stall reports; released ones are pruned as more are added (see `recordRunTimeInput`).
+    var runTimeLinks: [WeakOperation] = []
     /// Called when the command is released (leak checks in tests).
     var releaseCallbacks: [@Sendable () -> Void] = []
     var name: String?

@@ -18,6 +18,9 @@ public struct CommandTiming: Sendable, Equatable {
     public internal(set) var thread: UInt64?
 
     /// How long `run` took to end, once it has.
+    /// No time recorded (a command not executed yet; a plain operation in a report).
+    package init() {}
+
     public var runDuration: Duration? {
         guard let startedAt, let endedAt, endedAt >= startedAt else { return nil }
         return .nanoseconds(Int64(endedAt - startedAt))

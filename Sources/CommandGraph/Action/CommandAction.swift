@@ -130,7 +130,7 @@ public final class CommandAction<Input: Sendable, Output: Sendable>: Sendable {
                 errors.send(error)
                 return link.emit(.failed(error))
             }
-            link.subscribe(inner) { [self] event in
+            link.subscribe(runTime: inner) { [self] event in
                 switch event {
                 case .value(let value):
                     values.send(value)

@@ -22,7 +22,7 @@ extension Command {
                     let inner: Command<Result>?
                     do { inner = try transform(value) } catch { return perform(machine.withLock { $0.failed(error) }) }
                     guard let inner else { return perform(machine.withLock { $0.innerCompleted() }) }
-                    link.subscribe(inner) { event in
+                    link.subscribe(runTime: inner) { event in
                         switch event {
                         case .value(let value): link.emit(.value(value))
                         case .completed: perform(machine.withLock { $0.innerCompleted() })
@@ -81,6 +81,7 @@ extension Command {
                         return (state.generation, state.current)
                     }
                     previous?.cancel()
+                    link.result.command.recordRunTimeInput(inner)
                     let subscription = inner.subscribe { event in
                         guard state.withLock({ $0.generation == generation && !$0.finished }) else { return }
                         switch event {
@@ -126,7 +127,8 @@ extension Command {
         .combinator("bind", inputs: [self]) { [unowned(unsafe) self] link in
             @Sendable func run(_ command: Command<Output>, index: Int) {
                 let last = Locked<Output?>(nil)
-                link.subscribe(command) { event in
+                // The first is the node's input; each later one is chosen at run time.
+                let handler: @Sendable (CommandEvent<Output>) -> Void = { event in
                     let error: (any Error)?
                     switch event {
                     case .value(let value):
@@ -149,6 +151,7 @@ extension Command {
                         link.emit(.failed(error))
                     }
                 }
+                if index == 0 { link.subscribe(command, handler) } else { link.subscribe(runTime: command, handler) }
             }
             run(self, index: 0)
         }
@@ -168,7 +171,7 @@ extension Command {
                 case .failed(let error):
                     do {
                         let recovery = try handler(error)
-                        link.subscribe(recovery) { event in
+                        link.subscribe(runTime: recovery) { event in
                             if case .value(let value) = event {
                                 link.emit(.value(value))
                             } else {

@@ -9,41 +9,77 @@ import Foundation
 ///
 /// - Complexity: O(commands + edges) reachable from the roots.
 public enum GraphReport {
-    /// One command and its edges, as read once.
+    /// One command or plain operation and its edges, as read once.
     struct Node {
         let id: Int
         let name: String
+        /// False for a plain `Operation` (a dependency that is not a command).
+        let isCommand: Bool
         let state: CommandState
         let timing: CommandTiming
         let dependencies: [ObjectIdentifier]
         let inputs: [ObjectIdentifier]
+        /// Commands a combinator subscribed to while running (`then { }`, `flatMap`, `catch`, `retry`,
+        /// `bind`), still alive.
+        let runTime: [ObjectIdentifier]
     }
 
-    /// The commands reachable from `roots`, each once, dependencies before dependents where possible.
+    /// The commands and plain operations reachable from `roots` through dependencies, combinator
+    /// inputs and run-time inputs, each once, each read once.
     static func walk(_ roots: [Operation]) -> (nodes: [Node], index: [ObjectIdentifier: Int]) {
-        var order: [any TrackableCommand] = []
+        struct Read {
+            let name: String
+            let isCommand: Bool
+            let state: CommandState
+            let timing: CommandTiming
+            let dependencies: [Operation]
+            let inputs: [Operation]
+            let runTime: [Operation]
+        }
+        var reads: [Read] = []
         var index: [ObjectIdentifier: Int] = [:]
         var stack = roots
         while let operation = stack.popLast() {
-            guard let command = operation as? any TrackableCommand, index[ObjectIdentifier(operation)] == nil else {
-                continue
+            guard index[ObjectIdentifier(operation)] == nil else { continue }
+            index[ObjectIdentifier(operation)] = reads.count
+            let read: Read
+            if let command = operation as? any TrackableCommand {
+                read = Read(
+                    name: command.displayName, isCommand: true, state: command.state, timing: command.timing,
+                    dependencies: command.dependencies, inputs: command.inputCommands, runTime: command.runTimeInputs)
+            } else {
+                read = Read(
+                    name: operation.name ?? String(describing: type(of: operation)), isCommand: false,
+                    state: plainState(operation), timing: CommandTiming(), dependencies: operation.dependencies,
+                    inputs: [], runTime: [])
             }
-            index[ObjectIdentifier(operation)] = order.count
-            order.append(command)
-            stack += command.dependencies
-            stack += command.inputCommands
+            reads.append(read)
+            stack += read.dependencies
+            stack += read.inputs
+            stack += read.runTime
         }
-        let nodes = order.enumerated().map { offset, command in
+        let nodes = reads.enumerated().map { offset, read in
             Node(
-                id: offset, name: command.displayName, state: command.state, timing: command.timing,
-                dependencies: command.dependencies.map(ObjectIdentifier.init).filter { index[$0] != nil },
-                inputs: command.inputCommands.map(ObjectIdentifier.init).filter { index[$0] != nil })
+                id: offset, name: read.name, isCommand: read.isCommand, state: read.state, timing: read.timing,
+                dependencies: read.dependencies.map(ObjectIdentifier.init),
+                inputs: read.inputs.map(ObjectIdentifier.init), runTime: read.runTime.map(ObjectIdentifier.init))
         }
         return (nodes, index)
     }
 
+    /// A plain operation's state in a command's terms: finished (cancelled or not), executing, or not
+    /// started.
+    static func plainState(_ operation: Operation) -> CommandState {
+        if operation.isFinished {
+            guard operation.isCancelled else { return .completed }
+            let name = operation.name ?? String(describing: type(of: operation))
+            return .cancelled(CommandError(code: .cancelled, command: name, message: "'\(name)' was cancelled."))
+        }
+        return operation.isExecuting ? .executing : .pending
+    }
+
     static func label(_ node: Node) -> String {
-        var label = "\(node.name)\n\(node.state.shortName)"
+        var label = "\(node.name)\n\(node.isCommand ? "" : "Operation, ")\(node.state.shortName)"
         if let duration = node.timing.runDuration { label += ", \(format(duration))" }
         return label
     }
@@ -54,8 +90,11 @@ public enum GraphReport {
             ? String(format: "%.1f ms", microseconds / 1000) : String(format: "%.0f us", microseconds)
     }
 
-    /// The graph in Graphviz DOT: a box per command (name, state, run time, colour by state), a solid
-    /// edge from each dependency, a dashed one from each combinator input. Render with
+    /// The graph in Graphviz DOT: a box per command (name, state, run time, colour by state), an
+    /// ellipse per plain `Operation` dependency (its `name`, its state), a solid edge from each
+    /// dependency, a dashed one from each combinator input, a dotted blue one from each command a
+    /// combinator subscribed to while running (the next command of `then { }`, `flatMap` inners, a
+    /// `catch` recovery, `retry` attempts, `bind`'s chain; while they are alive). Render with
     /// `dot -Tpng graph.dot -o graph.png`.
     public static func dot(_ roots: Operation...) -> String { dot(roots) }
 
@@ -71,18 +110,23 @@ public enum GraphReport {
                 of: "\"", with: "\\\""
             )
             .replacingOccurrences(of: "\n", with: "\\n")
-            lines.append("    n\(node.id) [label=\"\(text)\", fillcolor=\"\(node.state.colour)\"];")
+            let shape = node.isCommand ? "" : ", shape=ellipse"
+            lines.append("    n\(node.id) [label=\"\(text)\", fillcolor=\"\(node.state.colour)\"\(shape)];")
         }
         for node in nodes {
             for dependency in node.dependencies { lines.append("    n\(index[dependency]!) -> n\(node.id);") }
             for input in node.inputs { lines.append("    n\(index[input]!) -> n\(node.id) [style=dashed];") }
+            for input in node.runTime {
+                lines.append("    n\(index[input]!) -> n\(node.id) [style=dotted, color=\"#1f77b4\"];")
+            }
         }
         lines.append("}")
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// The graph as a Mermaid flowchart (GitHub renders it in Markdown): `-->` from a dependency, `-.->`
-    /// from a combinator input.
+    /// The graph as a Mermaid flowchart (GitHub renders it in Markdown): a rectangle per command, a
+    /// stadium per plain `Operation`; `-->` from a dependency, `-.->` from a combinator input,
+    /// `-. run time .->` from a command a combinator subscribed to while running.
     public static func mermaid(_ roots: Operation...) -> String { mermaid(roots) }
 
     /// The graph as a Mermaid flowchart; see ``mermaid(_:)-(Operation...)``.
@@ -92,11 +136,12 @@ public enum GraphReport {
         for node in nodes {
             let text = label(node).replacingOccurrences(of: "\"", with: "'").replacingOccurrences(
                 of: "\n", with: "<br/>")
-            lines.append("    n\(node.id)[\"\(text)\"]")
+            lines.append(node.isCommand ? "    n\(node.id)[\"\(text)\"]" : "    n\(node.id)([\"\(text)\"])")
         }
         for node in nodes {
             for dependency in node.dependencies { lines.append("    n\(index[dependency]!) --> n\(node.id)") }
             for input in node.inputs { lines.append("    n\(index[input]!) -.-> n\(node.id)") }
+            for input in node.runTime { lines.append("    n\(index[input]!) -. run time .-> n\(node.id)") }
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -141,32 +186,50 @@ public enum GraphReport {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// What a graph that has not finished is waiting for: each command not ended, its state, how long
-    /// it has been waiting, and which of its dependencies (or inputs) have not ended. Empty when every
-    /// command ended.
+    /// What a graph that has not finished is waiting for: each command (and plain `Operation`) not
+    /// ended, its state, how long it has been waiting, and what it waits on that has not ended: its
+    /// dependencies (plain operations included, by `name`), its inputs, and the commands it subscribed
+    /// to while running (a hang inside `then { }`'s next command names that command, not just the
+    /// `then` node). Empty when everything ended.
     public static func stalls(_ roots: Operation...) -> String { stalls(roots) }
 
     /// What a graph that has not finished is waiting for; see ``stalls(_:)-(Operation...)``.
     public static func stalls(_ roots: [Operation]) -> String {
         let (nodes, index) = walk(roots)
         let now = DispatchTime.now().uptimeNanoseconds
+        func describe(_ ids: [ObjectIdentifier]) -> String {
+            ids.map { nodes[index[$0]!] }.filter { !$0.state.isTerminal }.map {
+                "'\($0.name)' (\($0.isCommand ? "" : "Operation, ")\($0.state.shortName))"
+            }.joined(separator: ", ")
+        }
         var lines: [String] = []
         for node in nodes where !node.state.isTerminal {
             let since = node.timing.startedAt ?? node.timing.readyAt ?? node.timing.executedAt
             let waited = since.map { " for \(format(.nanoseconds(Int64(now &- $0))))" } ?? ""
-            let blockers = (node.dependencies + node.inputs).map { nodes[index[$0]!] }.filter { !$0.state.isTerminal }
+            let blockers = describe(node.dependencies + node.inputs)
+            let runTime = describe(node.runTime)
             let what: String
-            switch node.state {
-            case .executing: what = "running\(waited)"
-            default:
-                if node.timing.executedAt == nil {
-                    what = "never executed"
-                } else if blockers.isEmpty {
-                    what = "ready, waiting to start (for an admission slot or in its queue)\(waited)"
-                } else {
+            if !node.isCommand {
+                switch node.state {
+                case .executing: what = "(Operation) executing"
+                default:
                     what =
-                        "waiting\(waited) on "
-                        + blockers.map { "'\($0.name)' (\($0.state.shortName))" }.joined(separator: ", ")
+                        blockers.isEmpty
+                        ? "(Operation) not started: the queue you added it to starts it (commands never start a plain operation they depend on)"
+                        : "(Operation) waiting on \(blockers)"
+                }
+            } else {
+                switch node.state {
+                case .executing:
+                    what = "running\(waited)" + (runTime.isEmpty ? "" : ", waiting on its run-time input \(runTime)")
+                default:
+                    if node.timing.executedAt == nil {
+                        what = "never executed"
+                    } else if blockers.isEmpty {
+                        what = "ready, waiting to start (for an admission slot or in its queue)\(waited)"
+                    } else {
+                        what = "waiting\(waited) on \(blockers)"
+                    }
                 }
             }
             lines.append("'\(node.name)': \(what)")

@@ -59,7 +59,7 @@ extension Command {
             @Sendable func attempt(_ number: Int) {
                 let command: Command<Output>
                 do { command = try make() } catch { return link.emit(.failed(error)) }
-                link.subscribe(command) { event in
+                link.subscribe(runTime: command) { event in
                     switch event {
                     case .value(let value): link.emit(.value(value))
                     case .completed, .cancelled: link.forwardTerminal(event, from: command)

@@ -43,6 +43,13 @@ final class Link<Output: Sendable>: Cancelable {
         subscriptions.add(input.subscribe(handler))
     }
 
+    /// Observes `input`, a command chosen while this node runs (`then { }`, `flatMap`, `catch`,
+    /// `retry`), recording it as the node's run-time input for pictures and stall reports.
+    func subscribe<Input>(runTime input: Command<Input>, _ handler: @escaping @Sendable (CommandEvent<Input>) -> Void) {
+        result.command.recordRunTimeInput(input)
+        subscriptions.add(input.subscribe(handler))
+    }
+
     /// Keeps a subscription until this node ends or is cancelled.
     func add(_ subscription: any Cancelable) { subscriptions.add(subscription) }
 

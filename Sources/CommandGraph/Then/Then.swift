@@ -112,7 +112,7 @@ extension Command {
                 case .completed:
                     do {
                         let next = try makeNext()
-                        link.subscribe(next) { event in
+                        link.subscribe(runTime: next) { event in
                             if case .value(let value) = event {
                                 link.emit(.value(value))
                             } else {
