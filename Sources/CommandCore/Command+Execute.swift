@@ -149,17 +149,31 @@ extension Command {
     /// Schedules one drain per woken observer on its context.
     func schedule(_ wakeups: [Wakeup]) {
         for wakeup in wakeups {
-            wakeup.context.schedule { [self] in drain(wakeup.observer) }
+            let immediate = wakeup.context.isImmediate
+            wakeup.context.schedule { [self] in drain(wakeup.observer, immediate: immediate) }
         }
     }
 
     /// Delivers an observer's pending events one by one until none is left. Only one drain per
     /// observer is scheduled at a time (the record's `scheduled` flag), so deliveries never overlap.
-    private func drain(_ observer: UInt64) {
+    ///
+    /// An `.immediate` drain is fair: when more events wait for this observer and the thread's
+    /// delivery trampoline holds other work (the stage downstream, woken by the event just
+    /// delivered), the drain goes to the back of the trampoline's queue instead of looping. So in
+    /// `subject -> map -> filter`, while other threads keep sending to the subject, each value goes
+    /// all the way down before the next is taken: downstream stages make progress and nothing piles
+    /// up between stages (before, the downstream work waited for the upstream drain to run dry).
+    private func drain(_ observer: UInt64, immediate: Bool) {
         while true {
             switch machine.withLock({ $0.nextDelivery(for: observer) }) {
             case .idle: return
-            case .event(let event, let handler): handler(event)
+            case .event(let event, let handler, let more):
+                handler(event)
+                if more && immediate && Trampoline.deliveries.hasQueuedWork {
+                    // Still scheduled (the record's flag stays set): continue later, after the queue.
+                    Trampoline.deliveries.run { [self] in drain(observer, immediate: true) }
+                    return
+                }
             case .state(let state, let handler): handler(state)
             }
         }

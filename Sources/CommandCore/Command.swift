@@ -162,8 +162,9 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         }
     }
 
-    /// What a second `execute` gets of the values sent before it: all (the default), the latest, or
-    /// none. Set it before executing.
+    /// What a second `execute` gets of the values sent before it: all (the default for a command you
+    /// write), the latest (the default for a combinator node of `CommandGraph` and a
+    /// ``CommandSubject``), or none. Set it before executing.
     public var replay: ReplayPolicy {
         get { machine.withLock { $0.replay } }
         set { machine.withLock { $0.replay = newValue } }

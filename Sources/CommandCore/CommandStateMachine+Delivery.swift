@@ -102,7 +102,8 @@ extension CommandStateMachine {
     }
 
     enum Delivery: Sendable {
-        case event(CommandEvent<Output>, @Sendable (CommandEvent<Output>) -> Void)
+        /// An event and its handler; `more`: something else is already waiting for this observer.
+        case event(CommandEvent<Output>, @Sendable (CommandEvent<Output>) -> Void, more: Bool)
         case state(CommandState, @Sendable (CommandState) -> Void)
         /// Nothing left: the drain stops (and the observer is no longer scheduled).
         case idle
@@ -120,13 +121,14 @@ extension CommandStateMachine {
             if !cancelled && observers[index].cursor < log.endIndex {
                 let value = log.value(at: observers[index].cursor)
                 observers[index].cursor += 1
+                let more = observers[index].cursor < log.endIndex || outcome != nil
                 trim()
-                return .event(.value(value), handler)
+                return .event(.value(value), handler, more: more)
             }
             if let outcome {
                 observers.remove(at: index)
                 if replay != .all { trim() }
-                return .event(outcome.event(), handler)
+                return .event(outcome.event(), handler, more: false)
             }
         case .states(let handler):
             if didExecute && !observers[index].sentExecuting {

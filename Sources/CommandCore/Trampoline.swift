@@ -30,6 +30,12 @@ final class Trampoline: Sendable {
 
     static func run(_ block: @escaping @Sendable () -> Void) { deliveries.run(block) }
 
+    /// True when this thread's loop is running and has queued work waiting.
+    var hasQueuedWork: Bool {
+        let queue = perThread.current
+        return queue.running && queue.head < queue.blocks.count
+    }
+
     func run(_ block: @escaping @Sendable () -> Void) {
         let queue = perThread.current
         if queue.running {

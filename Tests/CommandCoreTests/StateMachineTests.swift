@@ -24,7 +24,7 @@ import Testing
 
     private func values(_ machine: inout Machine, observer: UInt64) -> [CommandEvent<Int>] {
         var events: [CommandEvent<Int>] = []
-        while case .event(let event, _) = machine.nextDelivery(for: observer) { events.append(event) }
+        while case .event(let event, _, _) = machine.nextDelivery(for: observer) { events.append(event) }
         return events
     }
 
@@ -226,7 +226,7 @@ import Testing
         let (id, _) = machine.addObserver(context: .immediate, sink: .events { _ in })
         _ = machine.send(1)
         _ = machine.send(2)
-        guard case .event(.value(1), _) = machine.nextDelivery(for: id) else { Issue.record("first"); return }
+        guard case .event(.value(1), _, _) = machine.nextDelivery(for: id) else { Issue.record("first"); return }
         _ = machine.terminate(.cancelled(.cancelled("x")))
         let rest = values(&machine, observer: id)
         #expect(rest.count == 1)

@@ -157,4 +157,37 @@ private final class Recording<Output: Sendable>: Sendable {
         let recording = box.withLock { $0 }
         #expect(await recording?.valuesWhenEnded() == [3])
     }
+
+    /// Fair delivery: in `subject -> map -> filter -> observer`, while two threads keep sending, the
+    /// observer gets values during the sending, not after it stopped. Each sender stops as soon as
+    /// the observer has 1,000 values, or after 2,000,000 sends (the bound, which only a starved
+    /// pipeline reaches: before the fix, values passed `map` and waited for the sending to stop).
+    @Test func twoSendingThreads_valuesReachTheObserverDuringTheSending() async {
+        let subject = CommandSubject<Int>(replay: .none)
+        let received = Locked(0)
+        let output = subject.map { $0 &* 2 }.filter { _ in true }
+        output.execute(on: .immediate) { event in
+            if event.value != nil { received.withLock { $0 += 1 } }
+        }
+        let sentWhenReached = Locked<[Int]>([])
+        let done = Checkpoint(count: 2)
+        for _ in 0..<2 {
+            let sender = Thread {
+                var sent = 0
+                while sent < 2_000_000 && received.withLock({ $0 }) < 1_000 {
+                    subject.send(sent)
+                    sent += 1
+                }
+                sentWhenReached.withLock { $0.append(sent) }
+                done.fulfill()
+            }
+            sender.stackSize = 512 * 1024
+            sender.start()
+        }
+        #expect(await done.wait())
+        #expect(received.withLock { $0 } >= 1_000)
+        // Both stopped because the observer had its values, long before the bound.
+        #expect(sentWhenReached.withLock { $0 }.allSatisfy { $0 < 2_000_000 }, "\(sentWhenReached.withLock { $0 })")
+        subject.complete()
+    }
 }

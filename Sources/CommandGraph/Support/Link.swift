@@ -156,6 +156,9 @@ extension Command {
         node.name = name
         node.retain(inputs: inputs)
         node.runsInPlace()
+        // A node may carry an endless stream: it keeps only its latest value for a late observer
+        // (memory stays flat), unless the user asks for more.
+        node.replay = .latest
         return node
     }
 }
