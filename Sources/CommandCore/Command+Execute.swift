@@ -99,7 +99,19 @@ extension Command {
     /// Cancelling the returned subscription detaches the observer; the command itself is cancelled
     /// when its last consumer detached, unless someone executed it directly or it already ended.
     package func subscribe(_ handler: @escaping @Sendable (CommandEvent<Output>) -> Void) -> any Cancelable {
-        let id = attach(context: .immediate, sink: .events(handler), as: .consumer)
+        subscribe(sink: .events(handler))
+    }
+
+    /// `subscribe` with values handed to `value` as they are (no event built per value: the fast path
+    /// of single-input operators) and the terminal event to `terminal`.
+    package func subscribe(
+        value: @escaping @Sendable (Output) -> Void, terminal: @escaping @Sendable (CommandEvent<Output>) -> Void
+    ) -> any Cancelable {
+        subscribe(sink: .values(value, terminal: terminal))
+    }
+
+    private func subscribe(sink: ObserverSink<Output>) -> any Cancelable {
+        let id = attach(context: .immediate, sink: sink, as: .consumer)
         executeGraph()
         return BlockCancelable { [self] in
             if machine.withLock({ $0.releaseConsumer(observer: id) }) { cancel() }
@@ -138,7 +150,7 @@ extension Command {
 
     @discardableResult
     func attach(
-        context: CallbackContext, sink: ObserverRecord<Output>.Sink,
+        context: CallbackContext, sink: ObserverSink<Output>,
         as attachment: CommandStateMachine<Output>.Attachment = .observer
     ) -> UInt64 {
         let (id, wakeup) = machine.withLock { $0.addObserver(context: context, sink: sink, as: attachment) }
@@ -164,17 +176,26 @@ extension Command {
     /// all the way down before the next is taken: downstream stages make progress and nothing piles
     /// up between stages (before, the downstream work waited for the upstream drain to run dry).
     private func drain(_ observer: UInt64, immediate: Bool) {
-        while true {
-            switch machine.withLock({ $0.nextDelivery(for: observer) }) {
-            case .idle: return
-            case .event(let event, let handler, let more):
-                handler(event)
-                if more && immediate && Trampoline.deliveries.hasQueuedWork {
-                    // Still scheduled (the record's flag stays set): continue later, after the queue.
-                    Trampoline.deliveries.run { [self] in drain(observer, immediate: true) }
-                    return
+        // The value claimed under the lock is moved out through this slot: no `Optional<Output>` or
+        // generic enum is built per value (each would cost a metadata look-up here, unspecialised).
+        withUnsafeTemporaryAllocation(of: Output.self, capacity: 1) { buffer in
+            let slot = buffer.baseAddress!
+            while true {
+                switch machine.withLock({ $0.nextDelivery(for: observer, into: slot) }) {
+                case .idle: return
+                case .value(let box, let more):
+                    let value = slot.move()
+                    unsafeDowncast(box, to: SinkBox<Output>.self).deliver(value)
+                    if more && immediate && Trampoline.deliveries.hasQueuedWork {
+                        // Still scheduled (the record's flag stays set): continue later, after the queue.
+                        Trampoline.deliveries.run { [self] in drain(observer, immediate: true) }
+                        return
+                    }
+                case .terminal(let outcome, let box):
+                    unsafeDowncast(box, to: SinkBox<Output>.self).deliver(outcome)
+                case .state(let state, let box):
+                    unsafeDowncast(box, to: SinkBox<Output>.self).states?(state)
                 }
-            case .state(let state, let handler): handler(state)
             }
         }
     }

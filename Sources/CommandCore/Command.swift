@@ -395,10 +395,10 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     // MARK: - Events from the result sink
 
-    func receive(_ value: Output) {
+    func receive(_ value: Output, quietly: Bool = false) {
         guard let wakeups = machine.withLock({ $0.send(value) }) else {
             // After a cancel, a late send is the normal race with work that had not seen it: silent.
-            if !machine.withLock({ $0.isCancelled }) {
+            if !quietly && !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
             }
             return

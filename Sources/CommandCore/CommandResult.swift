@@ -25,6 +25,10 @@ public struct CommandResult<Output: Sendable>: Sendable {
     /// Sends a value (the original's `onNext`).
     public func send(_ value: Output) { run.command.receive(value) }
 
+    /// A value from a combinator node's own plumbing: ignored without a diagnostic once the node
+    /// ended (its input may still deliver a value it had claimed).
+    package func forward(_ value: Output) { run.command.receive(value, quietly: true) }
+
     /// Ends the run successfully (the original's `onComplete`).
     public func complete() { run.command.receiveTerminal(.completed, event: "complete()") }
 

@@ -9,7 +9,7 @@ extension CommandStateMachine {
     mutating func send(_ value: Output) -> [Wakeup]? {
         guard case .executing = lifecycle else { return nil }
         log.append(value)
-        let wakeups = wake { if case .events = $0.sink { return true } else { return false } }
+        let wakeups = wake { $0.kind == .events }
         trim()
         return wakeups
     }
@@ -62,7 +62,7 @@ extension CommandStateMachine {
 
     @inline(__always)
     mutating func addObserver(
-        context: CallbackContext, sink: ObserverRecord<Output>.Sink, as attachment: Attachment = .observer
+        context: CallbackContext, sink: ObserverSink<Output>, as attachment: Attachment = .observer
     ) -> (id: UInt64, wakeup: Wakeup?) {
         switch attachment {
         case .executor: pinned = true
@@ -71,9 +71,14 @@ extension CommandStateMachine {
         }
         let id = nextObserverID
         nextObserverID += 1
-        var record = ObserverRecord(id: id, context: context, sink: sink, cursor: log.startIndex)
-        let hasWork: Bool
+        let kind: ObserverRecord.Kind
         switch sink {
+        case .events, .values: kind = .events
+        case .states: kind = .states
+        }
+        var record = ObserverRecord(id: id, context: context, kind: kind, sink: SinkBox(sink), cursor: log.startIndex)
+        let hasWork: Bool
+        switch kind {
         case .events: hasWork = !log.isEmpty || outcome != nil
         case .states: hasWork = didExecute || outcome != nil
         }
@@ -101,60 +106,72 @@ extension CommandStateMachine {
         return nil
     }
 
-    enum Delivery: Sendable {
-        /// An event and its handler; `more`: something else is already waiting for this observer.
-        case event(CommandEvent<Output>, @Sendable (CommandEvent<Output>) -> Void, more: Bool)
-        case state(CommandState, @Sendable (CommandState) -> Void)
-        /// Nothing left: the drain stops (and the observer is no longer scheduled).
-        case idle
-    }
-
-    /// The next thing a drain delivers to `observer`, claimed under the lock. A value is never
-    /// claimed once the command was cancelled: that is what makes "no value callback starts after
-    /// `cancel()` returned" hold.
+    /// The next thing a drain delivers to `observer`, claimed under the lock (a value is moved into
+    /// `slot`). A value is never claimed once the command was cancelled: that is what makes "no value
+    /// callback starts after `cancel()` returned" hold.
     @inline(__always)
-    mutating func nextDelivery(for observer: UInt64) -> Delivery {
+    mutating func nextDelivery(for observer: UInt64, into slot: UnsafeMutablePointer<Output>) -> Delivery {
         guard let index = observerIndex(observer) else { return .idle }
-        switch observers[index].sink {
-        case .events(let handler):
+        let box = observers[index].sink
+        switch observers[index].kind {
+        case .events:
             let cancelled = isCancelled
             if !cancelled && observers[index].cursor < log.endIndex {
-                let value = log.value(at: observers[index].cursor)
+                slot.initialize(to: log.value(at: observers[index].cursor))
                 observers[index].cursor += 1
                 let more = observers[index].cursor < log.endIndex || outcome != nil
                 trim()
-                return .event(.value(value), handler, more: more)
+                return .value(box: box, more: more)
             }
             if let outcome {
                 observers.remove(at: index)
                 if replay != .all { trim() }
-                return .event(outcome.event(), handler, more: false)
+                return .terminal(outcome, box: box)
             }
-        case .states(let handler):
+        case .states:
             if didExecute && !observers[index].sentExecuting {
                 observers[index].sentExecuting = true
-                return .state(.executing, handler)
+                return .state(.executing, box: box)
             }
             if let outcome {
                 observers.remove(at: index)
-                return .state(outcome.state, handler)
+                return .state(outcome.state, box: box)
             }
         }
         observers[index].scheduled = false
         return .idle
     }
 
+    /// The next event for `observer`, as a value (for tests of the machine without threads).
+    mutating func nextEvent(for observer: UInt64) -> CommandEvent<Output>? {
+        let slot = UnsafeMutablePointer<Output>.allocate(capacity: 1)
+        defer { slot.deallocate() }
+        switch nextDelivery(for: observer, into: slot) {
+        case .value: return .value(slot.move())
+        case .terminal(let outcome, _): return outcome.event()
+        case .state, .idle: return nil
+        }
+    }
+
+    /// The next state change for `observer` (for tests of the machine without threads).
+    mutating func nextState(for observer: UInt64) -> CommandState? {
+        let slot = UnsafeMutablePointer<Output>.allocate(capacity: 1)
+        defer { slot.deallocate() }
+        if case .state(let state, _) = nextDelivery(for: observer, into: slot) { return state }
+        return nil
+    }
+
     /// `run` began: state observers hear about it.
     @inline(__always)
     mutating func wakeStateObservers() -> [Wakeup] {
-        wake { if case .states = $0.sink { return true } else { return false } }
+        wake { $0.kind == .states }
     }
 
     @inline(__always)
     mutating func wakeAll() -> [Wakeup] { wake { _ in true } }
 
     @inline(__always)
-    mutating func wake(_ include: (ObserverRecord<Output>) -> Bool) -> [Wakeup] {
+    mutating func wake(_ include: (ObserverRecord) -> Bool) -> [Wakeup] {
         var wakeups: [Wakeup] = []
         var index = 0
         while index < observers.count {
@@ -179,7 +196,7 @@ extension CommandStateMachine {
         var lowest = keepFrom
         var index = 0
         while index < observers.count {
-            if case .events = observers[index].sink, observers[index].cursor < lowest {
+            if observers[index].kind == .events, observers[index].cursor < lowest {
                 lowest = observers[index].cursor
             }
             index += 1

@@ -105,7 +105,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog<Output>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
-    var observers: [ObserverRecord<Output>] = []
+    var observers: [ObserverRecord] = []
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var nextObserverID: UInt64 = 0
     /// What `run` returned; cancelled on cancel, released when the command ends.

@@ -22,46 +22,140 @@ public enum ReplayPolicy: Sendable, Equatable {
 /// The values of one run, addressed by absolute index (0 for the first value ever sent), with the
 /// oldest ones dropped as the replay policy allows.
 ///
+/// The values live in a ``RawRing`` (raw memory, not generic), not an `[Output]`: the state machine
+/// runs as unspecialised generic code (`Command<Output>` is generic across the module boundary), where
+/// every `Array<Output>` operation, and every access to a generic class such as `Ring<Output>`, looks
+/// that type's metadata up in the runtime's hash table (one or two look-ups per value per stage,
+/// measured with callgrind). Typed work is done here, inline, with `Output`'s own metadata.
+///
 /// - Complexity: `append`, `value(at:)` and `trim(below:)` are amortised O(1).
-struct ValueLog<Output: Sendable>: Sendable {
-    private var storage: [Output] = []
-    /// Index in `storage` of the oldest kept value.
-    private var head = 0
+struct ValueLog<Output: Sendable>: @unchecked Sendable {
+    // `@unchecked Sendable`: the ring is only touched under the owning command's lock (the log is
+    // part of its state machine), and copied before a write when shared (`isKnownUniquelyReferenced`).
+    private var ring: RawRing?
     /// Absolute index of the oldest kept value.
     private(set) var startIndex = 0
 
     /// Absolute index one past the newest value.
     @inline(__always)
-    var endIndex: Int { startIndex + storage.count - head }
+    var endIndex: Int { startIndex + (ring?.count ?? 0) }
 
     @inline(__always)
-    var isEmpty: Bool { storage.count == head }
+    var isEmpty: Bool { (ring?.count ?? 0) == 0 }
 
     @inline(__always)
     mutating func append(_ value: Output) {
-        storage.append(value)
+        if ring == nil {
+            ring = RawRing(of: Output.self)
+        } else if !isKnownUniquelyReferenced(&ring!) {
+            ring = ring!.copy()
+        }
+        let ring = ring!
+        if ring.count == ring.capacity { ring.grow() }
+        ring.slot(ring.count).initializeMemory(as: Output.self, to: value)
+        ring.count += 1
     }
 
     @inline(__always)
     func value(at index: Int) -> Output {
         precondition(
             index >= startIndex && index < endIndex, "ValueLog: index \(index) outside \(startIndex)..<\(endIndex)")
-        return storage[head + index - startIndex]
+        return ring!.slot(index - startIndex).assumingMemoryBound(to: Output.self).pointee
     }
 
     /// Drops every value whose absolute index is below `index`.
     @inline(__always)
     mutating func trim(below index: Int) {
         let drop = min(index, endIndex) - startIndex
-        guard drop > 0 else { return }
-        head += drop
-        startIndex += drop
-        if head == storage.count {
-            storage.removeAll(keepingCapacity: storage.count <= 64)
-            head = 0
-        } else if head >= 64 && head * 2 >= storage.count {
-            storage.removeFirst(head)
-            head = 0
+        guard drop > 0, ring != nil else { return }
+        if !isKnownUniquelyReferenced(&ring!) { ring = ring!.copy() }
+        let ring = ring!
+        for _ in 0..<drop {
+            ring.slot(0).assumingMemoryBound(to: Output.self).deinitialize(count: 1)
+            ring.removeFirst()
         }
+        startIndex += drop
+    }
+}
+
+/// A growable ring of values of one type in raw memory (power-of-two capacity), for ``ValueLog``;
+/// not generic, so using it costs no metadata look-up. Typed operations it cannot do inline (moving
+/// values when it grows, copying, destroying what is left) go through closures made once, with the
+/// type. Memory is given back when it empties after having grown past 64 values, so an endless
+/// stream keeps its footprint flat.
+final class RawRing {
+    private(set) var buffer: UnsafeMutableRawPointer?
+    private(set) var capacity = 0
+    /// Physical index of the oldest value.
+    private(set) var head = 0
+    var count = 0
+    private let stride: Int
+    private let alignment: Int
+    private let move: (_ from: UnsafeMutableRawPointer, _ to: UnsafeMutableRawPointer) -> Void
+    private let copyValue: (_ from: UnsafeMutableRawPointer, _ to: UnsafeMutableRawPointer) -> Void
+    private let destroy: (UnsafeMutableRawPointer) -> Void
+
+    init<Value>(of type: Value.Type) {
+        stride = Swift.max(1, MemoryLayout<Value>.stride)
+        alignment = MemoryLayout<Value>.alignment
+        move = { from, to in
+            to.assumingMemoryBound(to: Value.self).moveInitialize(
+                from: from.assumingMemoryBound(to: Value.self), count: 1)
+        }
+        copyValue = { from, to in
+            to.initializeMemory(as: Value.self, to: from.assumingMemoryBound(to: Value.self).pointee)
+        }
+        destroy = { $0.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
+    }
+
+    private init(copying other: RawRing) {
+        (stride, alignment, move, copyValue, destroy) =
+            (other.stride, other.alignment, other.move, other.copyValue, other.destroy)
+    }
+
+    /// The memory of the value at `offset` from the oldest (or of the next one, at `count`).
+    @inline(__always)
+    func slot(_ offset: Int) -> UnsafeMutableRawPointer {
+        buffer! + ((head + offset) & (capacity - 1)) * stride
+    }
+
+    /// Forgets the oldest value (already deinitialised by the caller).
+    @inline(__always)
+    func removeFirst() {
+        head = (head + 1) & (capacity - 1)
+        count -= 1
+        if count == 0 {
+            head = 0
+            if capacity > 64 { deallocate() }
+        }
+    }
+
+    func grow() {
+        let newCapacity = Swift.max(4, capacity * 2)
+        let newBuffer = UnsafeMutableRawPointer.allocate(byteCount: newCapacity * stride, alignment: alignment)
+        for offset in 0..<count { move(slot(offset), newBuffer + offset * stride) }
+        buffer?.deallocate()
+        buffer = newBuffer
+        capacity = newCapacity
+        head = 0
+    }
+
+    func copy() -> RawRing {
+        let copy = RawRing(copying: self)
+        while copy.capacity < count { copy.grow() }
+        for offset in 0..<count { copyValue(slot(offset), copy.slot(offset)) }
+        copy.count = count
+        return copy
+    }
+
+    private func deallocate() {
+        buffer?.deallocate()
+        buffer = nil
+        capacity = 0
+    }
+
+    deinit {
+        for offset in 0..<count { destroy(slot(offset)) }
+        buffer?.deallocate()
     }
 }

@@ -245,46 +245,55 @@ private func logging(_ name: String, _ log: Log, fail: Bool = false) -> Command<
         let size = 20_000
         var outcomes: [String: Int] = [:]
         for round in 0..<rounds {
-            var chain: [Command<Int>] = []
-            for index in 0..<size {
-                let command = Command<Int> { result in
-                    result.succeed(index)
-                    return nil
-                }
-                command.name = "c\(index)"
-                chain.append(command)
-            }
-            for index in 0..<(size - 1) { chain[index].addDependency(chain[index + 1]) }
-            let root = chain[0]
-            let middle = chain[size / 2 + round * (size / 2) / rounds]
-            let walking = Checkpoint()
+            // Built and executed on a dedicated thread: 20,000 commands under ThreadSanitizer are
+            // seconds of work that must not hold one of the concurrency pool's few threads.
+            let recorder = Recorder<Int>()
+            let built = Locked<(root: Command<Int>, middle: Command<Int>)?>(nil)
             let seen = Locked<String>("")
             let closed = Checkpoint()
-            let closer = Thread {
-                // Aims at the window: from the moment the walk claimed `middle` (half a walk before it
-                // registers it) or later; a dedicated thread, not the pool.
-                while !walking.isFulfilled {}
-                var state = ""
-                while state.isEmpty || state == "pending" {
-                    state = middle.machine.withLock { machine in
-                        switch machine.lifecycle {
-                        case .pending: "pending"
-                        case .claimed: "claimed"
-                        case .waiting: "waiting"
-                        default: "handed over"
+            let walker = Thread {
+                var chain: [Command<Int>] = []
+                for index in 0..<size {
+                    let command = Command<Int> { result in
+                        result.succeed(index)
+                        return nil
+                    }
+                    command.name = "c\(index)"
+                    chain.append(command)
+                }
+                for index in 0..<(size - 1) { chain[index].addDependency(chain[index + 1]) }
+                let root = chain[0]
+                let middle = chain[size / 2 + round * (size / 2) / rounds]
+                built.withLock { $0 = (root, middle) }
+                let walking = Checkpoint()
+                let closer = Thread {
+                    // Aims at the window: from the moment the walk claimed `middle` (half a walk
+                    // before it registers it) or later.
+                    while !walking.isFulfilled {}
+                    var state = ""
+                    while state.isEmpty || state == "pending" {
+                        state = middle.machine.withLock { machine in
+                            switch machine.lifecycle {
+                            case .pending: "pending"
+                            case .claimed: "claimed"
+                            case .waiting: "waiting"
+                            default: "handed over"
+                            }
                         }
                     }
+                    middle.addDependency(root)
+                    seen.withLock { $0 = state }
+                    closed.fulfill()
                 }
-                middle.addDependency(root)
-                seen.withLock { $0 = state }
-                closed.fulfill()
+                closer.stackSize = 512 * 1024
+                closer.start()
+                walking.fulfill()
+                root.execute(on: .immediate, recorder.handler)
             }
-            closer.stackSize = 512 * 1024
-            closer.start()
-            let recorder = Recorder<Int>()
-            walking.fulfill()
-            root.execute(on: .immediate, recorder.handler)
+            walker.stackSize = 512 * 1024
+            walker.start()
             #expect(await recorder.waitForTerminal(), "round \(round): the graph hung")
+            guard let (_, middle) = built.withLock({ $0 }) else { continue }
             let ended = Checkpoint()
             middle.observeState(on: .immediate) { if $0.isTerminal { ended.fulfill() } }
             #expect(await ended.wait(), "round \(round): the middle command never ended")

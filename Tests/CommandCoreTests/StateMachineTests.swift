@@ -24,7 +24,7 @@ import Testing
 
     private func values(_ machine: inout Machine, observer: UInt64) -> [CommandEvent<Int>] {
         var events: [CommandEvent<Int>] = []
-        while case .event(let event, _, _) = machine.nextDelivery(for: observer) { events.append(event) }
+        while let event = machine.nextEvent(for: observer) { events.append(event) }
         return events
     }
 
@@ -226,7 +226,7 @@ import Testing
         let (id, _) = machine.addObserver(context: .immediate, sink: .events { _ in })
         _ = machine.send(1)
         _ = machine.send(2)
-        guard case .event(.value(1), _, _) = machine.nextDelivery(for: id) else { Issue.record("first"); return }
+        guard case .value(1) = machine.nextEvent(for: id) else { Issue.record("first"); return }
         _ = machine.terminate(.cancelled(.cancelled("x")))
         let rest = values(&machine, observer: id)
         #expect(rest.count == 1)
@@ -276,7 +276,7 @@ import Testing
         #expect(wakeups.count == 1)
         _ = machine.finish(.completed)
         var states: [String] = []
-        while case .state(let state, _) = machine.nextDelivery(for: id) { states.append(state.description) }
+        while let state = machine.nextState(for: id) { states.append(state.description) }
         #expect(states == ["executing", "completed"])
     }
 

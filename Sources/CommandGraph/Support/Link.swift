@@ -43,6 +43,15 @@ final class Link<Output: Sendable>: Cancelable {
         subscriptions.add(input.subscribe(handler))
     }
 
+    /// Observes `input` with its values handed over as they are (no event per value) and its terminal
+    /// event to `terminal`: the fast path of single-input operators.
+    func subscribe<Input>(
+        _ input: Command<Input>, value: @escaping @Sendable (Input) -> Void,
+        terminal: @escaping @Sendable (CommandEvent<Input>) -> Void
+    ) {
+        subscriptions.add(input.subscribe(value: value, terminal: terminal))
+    }
+
     /// Observes `input`, a command chosen while this node runs (`then { }`, `flatMap`, `catch`,
     /// `retry`), recording it as the node's run-time input for pictures and stall reports.
     func subscribe<Input>(runTime input: Command<Input>, _ handler: @escaping @Sendable (CommandEvent<Input>) -> Void) {
@@ -98,6 +107,16 @@ final class Link<Output: Sendable>: Cancelable {
             }
         }
     }
+
+    /// Sends a value straight to the node's result, with no outbox: for single-input operators only,
+    /// whose input delivers one event at a time and which emit nothing from anywhere else, so their
+    /// order is the input's. A value after the node ended is dropped quietly.
+    func send(_ value: Output) { result.forward(value) }
+
+    /// Fails the node (a throwing closure); out of line, so a value path that may throw does not
+    /// fetch `Emission<Output>`'s metadata for every value.
+    @inline(never)
+    func fail(_ error: any Error) { emit(.failed(error)) }
 
     /// Emits directly; for single-input operators, whose input's deliveries are already serialised.
     func emit(_ emission: Emission<Output>) {

@@ -17,6 +17,22 @@ extension Command {
     }
 }
 
+extension Command {
+    /// A single-input node that handles values only (`map`, `filter`...): `makeHandler` gets the node's
+    /// link and returns what handles each value, handed over as it is; the input's terminal event is
+    /// forwarded (``Link/forwardTerminal(_:from:)``). The values' fast path: no event is built per value.
+    func unaryValues<Result: Sendable>(
+        _ name: String, _ makeHandler: @escaping @Sendable (Link<Result>) -> @Sendable (Output) -> Void
+    ) -> Command<Result> {
+        // `unowned(unsafe)`: as in `unary`.
+        .combinator(name, inputs: [self]) { [unowned(unsafe) self] link in
+            link.subscribe(self, value: makeHandler(link)) { [unowned(unsafe) self] event in
+                link.forwardTerminal(event, from: self)
+            }
+        }
+    }
+}
+
 extension Link {
     /// Forwards an input's terminal event: completed and failed as they are; a cancelled input
     /// cancels this node with an error naming it.

@@ -11,10 +11,9 @@ extension Command {
     /// *Fails:* when this command fails, or `transform` throws (with its error).
     /// *Cancels:* this command when the node is cancelled (unless another consumer needs it).
     public func map<Result: Sendable>(_ transform: @escaping @Sendable (Output) throws -> Result) -> Command<Result> {
-        unary("map") { link, input in
-            { event in
-                guard case .value(let value) = event else { return link.forwardTerminal(event, from: input) }
-                do { link.emit(.value(try transform(value))) } catch { link.emit(.failed(error)) }
+        unaryValues("map") { link in
+            { value in
+                do { link.send(try transform(value)) } catch { link.fail(error) }
             }
         }
     }
@@ -24,10 +23,9 @@ extension Command {
     /// *Emits:* each value for which `isIncluded` is true. *Completes:* when this command completes.
     /// *Fails:* when this command fails, or `isIncluded` throws. *Cancels:* as ``map(_:)``.
     public func filter(_ isIncluded: @escaping @Sendable (Output) throws -> Bool) -> Command<Output> {
-        unary("filter") { link, input in
-            { event in
-                guard case .value(let value) = event else { return link.forwardTerminal(event, from: input) }
-                do { if try isIncluded(value) { link.emit(.value(value)) } } catch { link.emit(.failed(error)) }
+        unaryValues("filter") { link in
+            { value in
+                do { if try isIncluded(value) { link.send(value) } } catch { link.fail(error) }
             }
         }
     }
@@ -39,12 +37,9 @@ extension Command {
     public func compactMap<Result: Sendable>(
         _ transform: @escaping @Sendable (Output) throws -> Result?
     ) -> Command<Result> {
-        unary("compactMap") { link, input in
-            { event in
-                guard case .value(let value) = event else { return link.forwardTerminal(event, from: input) }
-                do { if let mapped = try transform(value) { link.emit(.value(mapped)) } } catch {
-                    link.emit(.failed(error))
-                }
+        unaryValues("compactMap") { link in
+            { value in
+                do { if let mapped = try transform(value) { link.send(mapped) } } catch { link.fail(error) }
             }
         }
     }
@@ -73,7 +68,7 @@ extension Command {
                 switch event {
                 case .value(let element):
                     value?(element)
-                    link.emit(.value(element))
+                    link.send(element)
                 case .completed: completed?()
                 case .failed(let error): failed?(error)
                 case .cancelled(let error): cancelled?(error)
