@@ -153,16 +153,42 @@ extension Command {
         context: CallbackContext, sink: ObserverSink<Output>,
         as attachment: CommandStateMachine<Output>.Attachment = .observer
     ) -> UInt64 {
-        let (id, wakeup) = machine.withLock { $0.addObserver(context: context, sink: sink, as: attachment) }
-        if let wakeup { schedule([wakeup]) }
+        var drainer: (@Sendable (UInt64) -> Void)?
+        if context.isImmediate && machine.withLock({ $0.drainer == nil }) {
+            drainer = { @Sendable [unowned(unsafe) self] observer in drain(observer, immediate: true) }
+        }
+        let (id, wakeup) = machine.withLock { machine in
+            if let drainer, machine.drainer == nil { machine.drainer = drainer }
+            return machine.addObserver(context: context, sink: sink, as: attachment)
+        }
+        if let wakeup { schedule(Wakeups(wakeup)) }
         return id
     }
 
     /// Schedules one drain per woken observer on its context.
-    func schedule(_ wakeups: [Wakeup]) {
-        for wakeup in wakeups {
+    func schedule(_ wakeups: Wakeups) {
+        guard let first = wakeups.first else { return }
+        schedule(first)
+        for wakeup in wakeups.rest { schedule(wakeup) }
+    }
+
+    private func schedule(_ wakeup: Wakeup) {
+        if let drain = wakeup.drain {
+            // No closure made per value: the command's drain, the observer, and the command kept alive
+            // by the trampoline until it ran.
+            Trampoline.deliveries.run(drain, wakeup.observer, keeping: self)
+        } else {
             let immediate = wakeup.context.isImmediate
             wakeup.context.schedule { [self] in drain(wakeup.observer, immediate: immediate) }
+        }
+    }
+
+    /// Puts an `.immediate` drain at the back of the thread's trampoline.
+    private func requeue(_ observer: UInt64) {
+        if let drainer = machine.withLock({ $0.drainer }) {
+            Trampoline.deliveries.run(drainer, observer, keeping: self)
+        } else {
+            Trampoline.deliveries.run { [self] in drain(observer, immediate: true) }
         }
     }
 
@@ -188,7 +214,7 @@ extension Command {
                     unsafeDowncast(box, to: SinkBox<Output>.self).deliver(value)
                     if more && immediate && Trampoline.deliveries.hasQueuedWork {
                         // Still scheduled (the record's flag stays set): continue later, after the queue.
-                        Trampoline.deliveries.run { [self] in drain(observer, immediate: true) }
+                        requeue(observer)
                         return
                     }
                 case .terminal(let outcome, let box):

@@ -304,7 +304,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         }
     }
 
-    private func runNow(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: [Wakeup]) {
+    private func runNow(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: Wakeups) {
         publish(.executing) { $0.executing = true }
         if !wakeups.isEmpty {
             schedule(wakeups)

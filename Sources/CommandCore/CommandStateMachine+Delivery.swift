@@ -6,7 +6,7 @@ extension CommandStateMachine {
 
     /// A value from `run`; nil when ignored (not executing).
     @inline(__always)
-    mutating func send(_ value: Output) -> [Wakeup]? {
+    mutating func send(_ value: Output) -> Wakeups? {
         guard case .executing = lifecycle else { return nil }
         log.append(value)
         let wakeups = wake { $0.kind == .events }
@@ -84,7 +84,7 @@ extension CommandStateMachine {
         }
         record.scheduled = hasWork
         observers.append(record)
-        return (id, hasWork ? Wakeup(observer: id, context: context) : nil)
+        return (id, hasWork ? Wakeup(observer: id, context: context, drain: context.isImmediate ? drainer : nil) : nil)
     }
 
     @inline(__always)
@@ -163,21 +163,23 @@ extension CommandStateMachine {
 
     /// `run` began: state observers hear about it.
     @inline(__always)
-    mutating func wakeStateObservers() -> [Wakeup] {
+    mutating func wakeStateObservers() -> Wakeups {
         wake { $0.kind == .states }
     }
 
     @inline(__always)
-    mutating func wakeAll() -> [Wakeup] { wake { _ in true } }
+    mutating func wakeAll() -> Wakeups { wake { _ in true } }
 
     @inline(__always)
-    mutating func wake(_ include: (ObserverRecord) -> Bool) -> [Wakeup] {
-        var wakeups: [Wakeup] = []
+    mutating func wake(_ include: (ObserverRecord) -> Bool) -> Wakeups {
+        var wakeups = Wakeups()
         var index = 0
         while index < observers.count {
             if !observers[index].scheduled && include(observers[index]) {
                 observers[index].scheduled = true
-                wakeups.append(Wakeup(observer: observers[index].id, context: observers[index].context))
+                let context = observers[index].context
+                wakeups.append(
+                    Wakeup(observer: observers[index].id, context: context, drain: context.isImmediate ? drainer : nil))
             }
             index += 1
         }

@@ -108,6 +108,9 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var observers: [ObserverRecord] = []
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var nextObserverID: UInt64 = 0
+    /// The command's drain for `.immediate` observers, made when the first one attaches (it holds
+    /// the command `unowned(unsafe)`: whoever schedules it keeps the command alive).
+    var drainer: (@Sendable (UInt64) -> Void)?
     /// What `run` returned; cancelled on cancel, released when the command ends.
     private var cancelable: (any Cancelable)?
 
@@ -411,7 +414,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     enum StartAction: Sendable {
         case none
         /// Call `run`; `body` is the closure of `init(_:)` (nil: the subclass's override).
-        case run(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: [Wakeup])
+        case run(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: Wakeups)
         /// Post `isFinished` (the command ended while its queue held it).
         case postFinished
         /// Started by a queue the user added it to: execute it (walk the dependencies).

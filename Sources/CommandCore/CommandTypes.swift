@@ -109,7 +109,7 @@ struct Ending: Sendable {
     /// Cancel this (the run's cancelable) when the ending is a cancel.
     let cancelable: (any Cancelable)?
     let dependents: [any DependencyNode]
-    let wakeups: [Wakeup]
+    let wakeups: Wakeups
     /// A combinator's inputs, released (with a loop) once the ending was performed.
     let inputs: [Operation]
 }
@@ -208,10 +208,30 @@ struct ObserverRecord: Sendable {
     var sentExecuting = false
 }
 
-/// A drain to schedule: the observer and its context.
+/// A drain to schedule: the observer and its context, and for an `.immediate` observer the
+/// command's drain function (made once per command: scheduling allocates nothing per value).
 struct Wakeup: Sendable {
     let observer: UInt64
     let context: CallbackContext
+    let drain: (@Sendable (UInt64) -> Void)?
+}
+
+/// The drains to schedule after a change: the first inline, so waking one observer (the common
+/// case: a stage of a chain) allocates nothing.
+struct Wakeups: Sendable {
+    private(set) var first: Wakeup?
+    private(set) var rest: [Wakeup] = []
+
+    init() {}
+
+    init(_ wakeup: Wakeup?) { first = wakeup }
+
+    var isEmpty: Bool { first == nil }
+    var count: Int { first == nil ? 0 : 1 + rest.count }
+
+    mutating func append(_ wakeup: Wakeup) {
+        if first == nil { first = wakeup } else { rest.append(wakeup) }
+    }
 }
 
 /// A weak reference to an operation (an edge kept for pictures, not for lifetime).

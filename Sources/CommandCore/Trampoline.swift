@@ -14,9 +14,24 @@
 final class Trampoline: Sendable {
     /// Per-thread state; only touched by its own thread.
     final class Queue {
-        var blocks: [@Sendable () -> Void] = []
+        var blocks: [Entry] = []
         var head = 0
         var running = false
+    }
+
+    /// Queued work: a block, or an observer's drain (a function made once per command, its
+    /// argument, and the command kept alive until it ran: nothing allocated per value).
+    enum Entry {
+        case block(@Sendable () -> Void)
+        case drain(@Sendable (UInt64) -> Void, UInt64, keeping: AnyObject)
+
+        @inline(__always)
+        func callAsFunction() {
+            switch self {
+            case .block(let block): block()
+            case .drain(let drain, let observer, _): drain(observer)
+            }
+        }
     }
 
     private let perThread = ThreadLocal { Queue() }
@@ -36,14 +51,21 @@ final class Trampoline: Sendable {
         return queue.running && queue.head < queue.blocks.count
     }
 
-    func run(_ block: @escaping @Sendable () -> Void) {
+    func run(_ block: @escaping @Sendable () -> Void) { run(.block(block)) }
+
+    /// Runs `drain(observer)` (queued if this thread's loop is running), keeping `object` alive until then.
+    func run(_ drain: @escaping @Sendable (UInt64) -> Void, _ observer: UInt64, keeping object: AnyObject) {
+        run(.drain(drain, observer, keeping: object))
+    }
+
+    private func run(_ entry: Entry) {
         let queue = perThread.current
         if queue.running {
-            queue.blocks.append(block)
+            queue.blocks.append(entry)
             return
         }
         queue.running = true
-        block()
+        entry()
         while queue.head < queue.blocks.count {
             let next = queue.blocks[queue.head]
             queue.head += 1
