@@ -49,6 +49,11 @@ let package = Package(
             path: "Examples/Checksum"
         ),
         .executableTarget(
+            name: "StreamMemory",
+            dependencies: ["CommandGraph"],
+            path: "Examples/StreamMemory"
+        ),
+        .executableTarget(
             name: "GraphScale",
             dependencies: ["CommandCore"],
             path: "Examples/GraphScale"

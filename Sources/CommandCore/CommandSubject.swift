@@ -35,7 +35,7 @@ public final class CommandSubject<Output: Sendable>: Command<Output>, @unchecked
     override func resultReleased() {}
 
     /// Sends a value to every observer; any thread.
-    public func send(_ value: Output) { forward(.value(value)) }
+    public func send(_ value: Output) { receive(value) }
 
     /// Ends the subject successfully.
     public func complete() { forward(.completed) }

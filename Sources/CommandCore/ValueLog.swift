@@ -83,19 +83,21 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
 /// values when it grows, copying, destroying what is left) go through closures made once, with the
 /// type. Memory is given back when it empties after having grown past 64 values, so an endless
 /// stream keeps its footprint flat.
-final class RawRing {
-    private(set) var buffer: UnsafeMutableRawPointer?
-    private(set) var capacity = 0
+package final class RawRing {
+    // `@exclusivity(unchecked)`: a ring is only touched under its owner's lock, and none of its
+    // methods calls out while changing a field (the runtime's dynamic check is not needed).
+    @exclusivity(unchecked) private(set) var buffer: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private(set) var capacity = 0
     /// Physical index of the oldest value.
-    private(set) var head = 0
-    var count = 0
+    @exclusivity(unchecked) private(set) var head = 0
+    @exclusivity(unchecked) package internal(set) var count = 0
     private let stride: Int
     private let alignment: Int
     private let move: (_ from: UnsafeMutableRawPointer, _ to: UnsafeMutableRawPointer) -> Void
     private let copyValue: (_ from: UnsafeMutableRawPointer, _ to: UnsafeMutableRawPointer) -> Void
     private let destroy: (UnsafeMutableRawPointer) -> Void
 
-    init<Value>(of type: Value.Type) {
+    package init<Value>(of type: Value.Type) {
         stride = Swift.max(1, MemoryLayout<Value>.stride)
         alignment = MemoryLayout<Value>.alignment
         move = { from, to in
@@ -157,5 +159,33 @@ final class RawRing {
     deinit {
         for offset in 0..<count { destroy(slot(offset)) }
         buffer?.deallocate()
+    }
+}
+
+/// Typed use of a ``RawRing`` as a FIFO, for combinator nodes whose state must not be generic (see
+/// ``ValueLog``): `Value` must be the type the ring was made for.
+extension RawRing {
+    /// Appends `value` at the back.
+    @inline(__always)
+    package func push<Value>(_ value: Value) {
+        if count == capacity { grow() }
+        slot(count).initializeMemory(as: Value.self, to: value)
+        count += 1
+    }
+
+    /// Removes and returns the oldest value; the ring must not be empty.
+    @inline(__always)
+    package func popFirst<Value>(as type: Value.Type) -> Value {
+        precondition(count > 0, "RawRing: popFirst on an empty ring")
+        let value = slot(0).assumingMemoryBound(to: Value.self).move()
+        removeFirst()
+        return value
+    }
+
+    /// The oldest value; the ring must not be empty.
+    @inline(__always)
+    package func first<Value>(as type: Value.Type) -> Value {
+        precondition(count > 0, "RawRing: first on an empty ring")
+        return slot(0).assumingMemoryBound(to: Value.self).pointee
     }
 }

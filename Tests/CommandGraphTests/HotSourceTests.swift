@@ -190,4 +190,33 @@ private final class Recording<Output: Sendable>: Sendable {
         #expect(sentWhenReached.withLock { $0 }.allSatisfy { $0 < 2_000_000 }, "\(sentWhenReached.withLock { $0 })")
         subject.complete()
     }
+
+    /// The two-input nodes pair and combine under their own lock while inputs deliver on two threads at
+    /// once: `zip` pairs the n-th of each (each thread sends 0, 1, 2... so every pair is (n, n), in
+    /// order); `combineLatest`'s pairs never go back in time on either side (each side only grows).
+    @Test func zipAndCombineLatest_ofTwo_withInputsOnTwoThreads_keepOrder() async {
+        let count = 20_000
+        let a = CommandSubject<Int>(replay: .none)
+        let b = CommandSubject<Int>(replay: .none)
+        let zipped = Recording(zip(a, b))
+        let latest = Recording(combineLatest(a, b))
+        let done = Checkpoint(count: 2)
+        for subject in [a, b] {
+            let sender = Thread {
+                for value in 0..<count { subject.send(value) }
+                subject.complete()
+                done.fulfill()
+            }
+            sender.stackSize = 512 * 1024
+            sender.start()
+        }
+        #expect(await done.wait())
+        let pairs = await zipped.valuesWhenEnded() ?? []
+        #expect(pairs.count == count)
+        #expect(pairs.enumerated().allSatisfy { $0.element.0 == $0.offset && $0.element.1 == $0.offset })
+        let combined = await latest.valuesWhenEnded() ?? []
+        #expect(!combined.isEmpty)
+        #expect(zip(combined, combined.dropFirst()).allSatisfy { $0.0 <= $1.0 && $0.1 <= $1.1 })
+        #expect(combined.last.map { $0 == (count - 1, count - 1) } == true)
+    }
 }

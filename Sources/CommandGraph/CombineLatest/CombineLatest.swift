@@ -46,6 +46,13 @@ extension Command {
     }
 }
 
+/// Combines the latest values of two typed inputs: `combineLatest(a, b)` is a `Command<(A, B)>`. Rules
+/// as `Command.combineLatest(_:)`; the common case, with a state of its own that costs no metadata
+/// look-up and no allocation per value.
+public func combineLatest<A: Sendable, B: Sendable>(_ a: Command<A>, _ b: Command<B>) -> Command<(A, B)> {
+    Command<(A, B)>.combineLatestPair(a, b)
+}
+
 /// Combines the latest values of typed inputs into a tuple: `combineLatest(a, b, c)` is a
 /// `Command<(A, B, C)>`. Rules as `Command.combineLatest(_:)`.
 public func combineLatest<each Value: Sendable>(

@@ -14,7 +14,11 @@ extension Command {
         }
         return nary(
             "merge", inputs: inputs, machine: { MergeStateMachine(inputs: inputs.count) },
-            start: { machine, link in perform(machine.start(), .completed, link) }
+            start: { machine, link in perform(machine.start(), .completed, link) },
+            // A value needs no state: straight to the result, in arrival order (after the node ended,
+            // dropped there).
+            direct: { value, link in link.send(value) },
+            value: { _, _, _, _ in }
         ) { machine, index, event, link in
             switch event {
             case .value: perform(machine.value(), event, link)

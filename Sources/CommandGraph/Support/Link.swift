@@ -108,9 +108,10 @@ final class Link<Output: Sendable>: Cancelable {
         }
     }
 
-    /// Sends a value straight to the node's result, with no outbox: for single-input operators only,
-    /// whose input delivers one event at a time and which emit nothing from anywhere else, so their
-    /// order is the input's. A value after the node ended is dropped quietly.
+    /// Sends a value straight to the node's result, with no outbox: for single-input operators, whose
+    /// input delivers one event at a time and which emit nothing from anywhere else (so their order
+    /// is the input's), and for `merge`, whose order is arrival order. A value after the node ended is
+    /// dropped quietly.
     func send(_ value: Output) { result.forward(value) }
 
     /// Fails the node (a throwing closure); out of line, so a value path that may throw does not

@@ -5,20 +5,26 @@ import Foundation
 struct NaryInput<Element: Sendable>: Sendable {
     let operation: Operation
     let name: @Sendable () -> String
-    let subscribe: @Sendable (_ onEvent: @escaping @Sendable (CommandEvent<Element>) -> Void) -> (any Cancelable)
+    /// Subscribes with values handed over as they are (no event built per value) and the terminal
+    /// event (never `.value`) to `onTerminal`.
+    let subscribe:
+        @Sendable (
+            _ onValue: @escaping @Sendable (Element) -> Void,
+            _ onTerminal: @escaping @Sendable (CommandEvent<Element>) -> Void
+        ) -> (any Cancelable)
 
     init<Value>(_ command: Command<Value>, _ transform: @escaping @Sendable (Value) -> Element) {
         operation = command
         // `unowned(unsafe)`: the node keeps its inputs alive until it ends (`retain(inputs:)`), and
         // these closures only run while it is running.
         name = { [unowned(unsafe) command] in command.displayName }
-        subscribe = { [unowned(unsafe) command] onEvent in
-            command.subscribe { event in
+        subscribe = { [unowned(unsafe) command] onValue, onTerminal in
+            command.subscribe(value: { onValue(transform($0)) }) { event in
                 switch event {
-                case .value(let value): onEvent(.value(transform(value)))
-                case .completed: onEvent(.completed)
-                case .failed(let error): onEvent(.failed(error))
-                case .cancelled(let error): onEvent(.cancelled(error))
+                case .value: break
+                case .completed: onTerminal(.completed)
+                case .failed(let error): onTerminal(.failed(error))
+                case .cancelled(let error): onTerminal(.cancelled(error))
                 }
             }
         }
@@ -27,16 +33,29 @@ struct NaryInput<Element: Sendable>: Sendable {
     init(_ command: Command<Element>) {
         operation = command
         name = { [unowned(unsafe) command] in command.displayName }
-        subscribe = { [unowned(unsafe) command] onEvent in command.subscribe(onEvent) }
+        subscribe = { [unowned(unsafe) command] onValue, onTerminal in
+            command.subscribe(value: onValue, terminal: onTerminal)
+        }
+    }
+
+    /// Subscribes with every event, values included, to `onEvent` (for inputs off the hot path).
+    func subscribe(_ onEvent: @escaping @Sendable (CommandEvent<Element>) -> Void) -> any Cancelable {
+        subscribe({ onEvent(.value($0)) }, onEvent)
     }
 }
 
 extension Command {
     /// A node fed by `inputs`: each input event, tagged with its index, goes to `handle` under the
     /// lock of `machine`, which queues emissions on the link; they are sent after unlocking, in order.
+    ///
+    /// Values go to `value` (no event is built per value); with `direct`, they skip the machine and
+    /// go straight to it, unlocked (`merge`: a value needs no state, and the link drops a value after
+    /// the node ended).
     static func nary<Element: Sendable, Machine: Sendable>(
         _ name: String, inputs: [NaryInput<Element>], machine makeMachine: @escaping @Sendable () -> Machine,
         start: (@Sendable (inout Machine, Link<Output>) -> Void)? = nil,
+        direct: (@Sendable (Element, Link<Output>) -> Void)? = nil,
+        value: @escaping @Sendable (inout Machine, Int, Element, Link<Output>) -> Void,
         handle: @escaping @Sendable (inout Machine, Int, CommandEvent<Element>, Link<Output>) -> Void
     ) -> Command<Output> {
         combinator(name, inputs: inputs.map(\.operation)) { link in
@@ -46,8 +65,17 @@ extension Command {
                 link.flush()
             }
             for (index, input) in inputs.enumerated() {
+                let onValue: @Sendable (Element) -> Void
+                if let direct {
+                    onValue = { direct($0, link) }
+                } else {
+                    onValue = { element in
+                        machine.withLock { value(&$0, index, element, link) }
+                        link.flush()
+                    }
+                }
                 link.add(
-                    input.subscribe { event in
+                    input.subscribe(onValue) { event in
                         machine.withLock { handle(&$0, index, event, link) }
                         link.flush()
                     })
@@ -76,7 +104,8 @@ extension Command {
         perform: @escaping @Sendable (Machine.Action, Link<Output>) -> Void
     ) -> Command<Output> {
         nary(
-            name, inputs: inputs, machine: makeMachine, start: { machine, link in perform(machine.start(), link) }
+            name, inputs: inputs, machine: makeMachine, start: { machine, link in perform(machine.start(), link) },
+            value: { machine, index, value, link in perform(machine.value(value, at: index), link) }
         ) { machine, index, event, link in
             switch event {
             case .value(let value): perform(machine.value(value, at: index), link)

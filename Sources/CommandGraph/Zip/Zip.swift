@@ -37,7 +37,14 @@ extension Command {
     }
 }
 
-/// Pairs the values of typed inputs into tuples: `zip(a, b)` is a `Command<(A, B)>`. Rules as
+/// Pairs the values of two typed inputs into tuples: `zip(a, b)` is a `Command<(A, B)>`. Rules as
+/// `Command.zip(_:)`; the common case, with a state of its own that costs no metadata look-up and no
+/// allocation per pair (the any-arity form erases and rebuilds each tuple).
+public func zip<A: Sendable, B: Sendable>(_ a: Command<A>, _ b: Command<B>) -> Command<(A, B)> {
+    Command<(A, B)>.zipPair(a, b)
+}
+
+/// Pairs the values of typed inputs into tuples: `zip(a, b, c)` is a `Command<(A, B, C)>`. Rules as
 /// `Command.zip(_:)`.
 public func zip<each Value: Sendable>(_ inputs: repeat Command<each Value>) -> Command<(repeat each Value)> {
     var erased: [NaryInput<any Sendable>] = []
