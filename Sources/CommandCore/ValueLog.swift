@@ -80,8 +80,7 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
 
 /// A growable ring of values of one type in raw memory (power-of-two capacity), for ``ValueLog``;
 /// not generic, so using it costs no metadata look-up. Typed operations it cannot do inline (moving
-/// values when it grows, copying, destroying what is left) go through closures made once, with the
-/// type. Memory is given back when it empties after having grown past 64 values, so an endless
+/// values when it grows, copying, destroying what is left) open the stored type. Memory is given back when it empties after having grown past 64 values, so an endless
 /// stream keeps its footprint flat.
 package final class RawRing {
     // `@exclusivity(unchecked)`: a ring is only touched under its owner's lock, and none of its
@@ -93,26 +92,31 @@ package final class RawRing {
     @exclusivity(unchecked) package internal(set) var count = 0
     private let stride: Int
     private let alignment: Int
-    private let move: (_ from: UnsafeMutableRawPointer, _ to: UnsafeMutableRawPointer) -> Void
-    private let copyValue: (_ from: UnsafeMutableRawPointer, _ to: UnsafeMutableRawPointer) -> Void
-    private let destroy: (UnsafeMutableRawPointer) -> Void
+    /// The values' type, opened for the few typed operations done here (no closure, no allocation).
+    private let elementType: any Sendable.Type
 
-    package init<Value>(of type: Value.Type) {
+    package init<Value: Sendable>(of type: Value.Type) {
         stride = Swift.max(1, MemoryLayout<Value>.stride)
         alignment = MemoryLayout<Value>.alignment
-        move = { from, to in
-            to.assumingMemoryBound(to: Value.self).moveInitialize(
-                from: from.assumingMemoryBound(to: Value.self), count: 1)
-        }
-        copyValue = { from, to in
-            to.initializeMemory(as: Value.self, to: from.assumingMemoryBound(to: Value.self).pointee)
-        }
-        destroy = { $0.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
+        elementType = type
     }
 
     private init(copying other: RawRing) {
-        (stride, alignment, move, copyValue, destroy) =
-            (other.stride, other.alignment, other.move, other.copyValue, other.destroy)
+        (stride, alignment, elementType) = (other.stride, other.alignment, other.elementType)
+    }
+
+    private static func move<Value: Sendable>(_: Value.Type, from: UnsafeMutableRawPointer, to: UnsafeMutableRawPointer)
+    {
+        to.assumingMemoryBound(to: Value.self).moveInitialize(from: from.assumingMemoryBound(to: Value.self), count: 1)
+    }
+
+    private static func copy<Value: Sendable>(_: Value.Type, from: UnsafeMutableRawPointer, to: UnsafeMutableRawPointer)
+    {
+        to.initializeMemory(as: Value.self, to: from.assumingMemoryBound(to: Value.self).pointee)
+    }
+
+    private static func destroy<Value: Sendable>(_: Value.Type, _ pointer: UnsafeMutableRawPointer) {
+        pointer.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
     }
 
     /// The memory of the value at `offset` from the oldest (or of the next one, at `count`).
@@ -135,7 +139,7 @@ package final class RawRing {
     func grow() {
         let newCapacity = Swift.max(4, capacity * 2)
         let newBuffer = UnsafeMutableRawPointer.allocate(byteCount: newCapacity * stride, alignment: alignment)
-        for offset in 0..<count { move(slot(offset), newBuffer + offset * stride) }
+        for offset in 0..<count { Self.move(elementType, from: slot(offset), to: newBuffer + offset * stride) }
         buffer?.deallocate()
         buffer = newBuffer
         capacity = newCapacity
@@ -145,7 +149,7 @@ package final class RawRing {
     func copy() -> RawRing {
         let copy = RawRing(copying: self)
         while copy.capacity < count { copy.grow() }
-        for offset in 0..<count { copyValue(slot(offset), copy.slot(offset)) }
+        for offset in 0..<count { Self.copy(elementType, from: slot(offset), to: copy.slot(offset)) }
         copy.count = count
         return copy
     }
@@ -157,7 +161,7 @@ package final class RawRing {
     }
 
     deinit {
-        for offset in 0..<count { destroy(slot(offset)) }
+        for offset in 0..<count { Self.destroy(elementType, slot(offset)) }
         buffer?.deallocate()
     }
 }

@@ -22,7 +22,7 @@ final class PairState: @unchecked Sendable {
     let left: RawRing
     let right: RawRing
 
-    init<A, B>(_: A.Type, _: B.Type) {
+    init<A: Sendable, B: Sendable>(_: A.Type, _: B.Type) {
         left = RawRing(of: A.self)
         right = RawRing(of: B.self)
     }
