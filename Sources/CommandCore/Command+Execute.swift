@@ -12,13 +12,26 @@ extension Command {
     ///
     /// - Returns: a token whose `cancel()` cancels the command (the same as `Operation.cancel()`);
     ///   store it in a ``CancelBag`` to cancel when the bag's owner goes away.
-    @discardableResult
+    @inlinable @discardableResult
     public func execute(
         on context: CallbackContext? = nil, _ handler: @escaping @Sendable (CommandEvent<Output>) -> Void
     ) -> any Cancelable {
-        attach(context: context ?? .current, sink: .events(handler), as: .executor)
-        executeGraph()
+        // Inlinable, so that this closure is made where `Output` is known: it builds each value's
+        // event there, with no metadata look-up (made inside the library, `CommandEvent<Output>` is
+        // looked up in the runtime's hash table for every value).
+        executeObserved(context: context, value: { handler(.value($0)) }, terminal: handler)
         return self
+    }
+
+    /// `execute`'s body: attaches the observer (values and the terminal event handled apart) and
+    /// executes the command.
+    @usableFromInline
+    func executeObserved(
+        context: CallbackContext?, value: @escaping @Sendable (Output) -> Void,
+        terminal: @escaping @Sendable (CommandEvent<Output>) -> Void
+    ) {
+        attach(context: context ?? .current, sink: .values(value, terminal: terminal), as: .executor)
+        executeGraph()
     }
 
     /// The original's block shape, for porting: `handler(command, value, error, isCompleted)`.
@@ -80,11 +93,21 @@ extension Command {
     /// ``execute(on:_:)-(_,(CommandEvent<Output>)->Void)``, replay included.
     ///
     /// - Returns: a token that detaches `handler` (it does not cancel the command).
-    @discardableResult
+    @inlinable @discardableResult
     public func observe(
         on context: CallbackContext? = nil, _ handler: @escaping @Sendable (CommandEvent<Output>) -> Void
     ) -> any Cancelable {
-        let id = attach(context: context ?? .current, sink: .events(handler))
+        // Inlinable for the reason given in `execute`.
+        observeValues(context: context, value: { handler(.value($0)) }, terminal: handler)
+    }
+
+    /// `observe`'s body.
+    @usableFromInline
+    func observeValues(
+        context: CallbackContext?, value: @escaping @Sendable (Output) -> Void,
+        terminal: @escaping @Sendable (CommandEvent<Output>) -> Void
+    ) -> any Cancelable {
+        let id = attach(context: context ?? .current, sink: .values(value, terminal: terminal))
         return BlockCancelable { [weak self] in self?.removeObserver(id) }
     }
 
