@@ -6,3 +6,10 @@ cd "$(dirname "$0")/.."
 diff <(awk '/^```swift$/{f=1;next} /^```$/{if(f){exit}} f' README.md) Examples/ReadmeSnippet/main.swift \
     || { echo "README example differs from Examples/ReadmeSnippet/main.swift"; exit 1; }
 echo "README example matches Examples/ReadmeSnippet/main.swift"
+
+# The rules live in the DocC catalogs: nothing a user reads may point to notes outside the repository.
+if grep -rn "shared/notes\|\.\./shared" README.md BENCHMARKS.md Sources/*/*.docc; then
+    echo "README, BENCHMARKS.md or the DocC catalogs point to notes that are not in the repository"
+    exit 1
+fi
+echo "no reference to notes outside the repository"
