@@ -206,6 +206,9 @@ extension Command {
         }
     }
 
+    /// Continues an `.immediate` observer's deliveries after one delivered in place.
+    func drainInPlace(_ observer: UInt64) { drain(observer, immediate: true) }
+
     /// Puts an `.immediate` drain at the back of the thread's trampoline.
     private func requeue(_ observer: UInt64) {
         if let drainer = machine.withLock({ $0.drainer }) {

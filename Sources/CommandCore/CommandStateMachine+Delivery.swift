@@ -7,11 +7,38 @@ extension CommandStateMachine {
     /// A value from `run`; nil when ignored (not executing).
     @inline(__always)
     mutating func send(_ value: Output) -> Wakeups? {
+        send(value, claimInPlace: false)?.wakeups
+    }
+
+    /// A value from `run`; nil when ignored (not executing). With `claimInPlace`, the first
+    /// `.immediate` observer that is idle and has had every earlier value is claimed for this value
+    /// at once (marked scheduled, its cursor past it): the caller delivers it in place, without a
+    /// second lock to claim it. The other observers are woken as usual.
+    @inline(__always)
+    mutating func send(_ value: Output, claimInPlace: Bool) -> (wakeups: Wakeups, claim: DirectClaim?)? {
         guard case .executing = lifecycle else { return nil }
+        let index = log.endIndex
         log.append(value)
-        let wakeups = wake { $0.kind == .events }
+        var wakeups = Wakeups()
+        var claim: DirectClaim?
+        var slot = 0
+        while slot < observers.count {
+            if observers[slot].kind == .events && !observers[slot].scheduled {
+                observers[slot].scheduled = true
+                let context = observers[slot].context
+                if claimInPlace && claim == nil && context.isImmediate && observers[slot].cursor == index {
+                    observers[slot].cursor = index + 1
+                    claim = DirectClaim(observer: observers[slot].id, box: observers[slot].sink)
+                } else {
+                    wakeups.append(
+                        Wakeup(
+                            observer: observers[slot].id, context: context, drain: context.isImmediate ? drainer : nil))
+                }
+            }
+            slot += 1
+        }
         trim()
-        return wakeups
+        return (wakeups, claim)
     }
 
     mutating func retain(inputs more: [Operation]) {

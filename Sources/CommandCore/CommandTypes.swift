@@ -216,6 +216,13 @@ struct Wakeup: Sendable {
     let drain: (@Sendable (UInt64) -> Void)?
 }
 
+/// An observer claimed for a value as it was sent, to be delivered in place (see
+/// `CommandStateMachine.send(_:claimInPlace:)`); its ``SinkBox`` and id.
+struct DirectClaim {
+    let observer: UInt64
+    let box: AnyObject
+}
+
 /// The drains to schedule after a change: the first inline, so waking one observer (the common
 /// case: a stage of a chain) allocates nothing.
 struct Wakeups: Sendable {

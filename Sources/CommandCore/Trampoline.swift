@@ -11,7 +11,7 @@
 /// input...: about 11 frames a stage, which overflowed a 512 KiB thread at 390 stages), ``wiring`` for
 /// combinator nodes run in place (each subscribes to its input, which runs in place and subscribes to
 /// its own...).
-final class Trampoline: Sendable {
+package final class Trampoline: Sendable {
     /// Per-thread state; only touched by its own thread.
     ///
     /// `@exclusivity(unchecked)`: only its own thread touches it, and never re-entrantly (a nested
@@ -20,7 +20,16 @@ final class Trampoline: Sendable {
         @exclusivity(unchecked) var blocks: [Entry] = []
         @exclusivity(unchecked) var head = 0
         @exclusivity(unchecked) var running = false
+        /// Deliveries nested in the running loop right now (see ``Trampoline/deliverNow(on:_:)``).
+        @exclusivity(unchecked) var depth = 0
+        /// Inside ``Trampoline/queueing(_:)``: nothing may be delivered in place.
+        @exclusivity(unchecked) var queueingOnly = 0
     }
+
+    /// How many deliveries may nest inside the running loop before the next one is queued: a value
+    /// going down a chain is handed from stage to stage in place (no queue, no second lock) up to
+    /// this depth, so the stack stays bounded (about 2 KiB a level) whatever the chain's length.
+    static let maxNesting = 16
 
     /// Queued work: a block, or an observer's drain (a function made once per command, its
     /// argument, and the command kept alive until it ran: nothing allocated per value).
@@ -48,6 +57,40 @@ final class Trampoline: Sendable {
 
     static func run(_ block: @escaping @Sendable () -> Void) { deliveries.run(block) }
 
+    /// This thread's queue, for ``mayDeliverNow(_:)`` and ``deliverNow(on:_:)``.
+    var queue: Queue { perThread.current }
+
+    /// Whether a delivery may run right now, in place, on this thread: no loop runs (it becomes the
+    /// loop), or one runs and nesting is allowed (not too deep, not inside ``queueing(_:)``).
+    @inline(__always)
+    func mayDeliverNow(_ queue: Queue) -> Bool {
+        !queue.running || (queue.queueingOnly == 0 && queue.depth < Self.maxNesting)
+    }
+
+    /// Runs `body` now, after ``mayDeliverNow(_:)`` said so: nested in the running loop, or as the
+    /// loop, which then runs what `body` queued.
+    @inline(__always)
+    func deliverNow(on queue: Queue, _ body: () -> Void) {
+        if queue.running {
+            queue.depth += 1
+            body()
+            queue.depth -= 1
+            return
+        }
+        queue.running = true
+        body()
+        drainQueued(queue)
+    }
+
+    /// Runs `body` with in-place deliveries off on this thread: what it sends is queued. For a node
+    /// that sends while holding its own lock (user code must not run under it).
+    package static func queueing<Result>(_ body: () throws -> Result) rethrows -> Result {
+        let queue = deliveries.queue
+        queue.queueingOnly += 1
+        defer { queue.queueingOnly -= 1 }
+        return try body()
+    }
+
     /// True when this thread's loop is running and has queued work waiting.
     var hasQueuedWork: Bool {
         let queue = perThread.current
@@ -69,6 +112,11 @@ final class Trampoline: Sendable {
         }
         queue.running = true
         entry()
+        drainQueued(queue)
+    }
+
+    /// The loop: runs what was queued, in order, then stops running.
+    private func drainQueued(_ queue: Queue) {
         while queue.head < queue.blocks.count {
             let next = queue.blocks[queue.head]
             queue.head += 1

@@ -7,8 +7,9 @@ import CommandCore
 ///
 /// Values are sent to the node's result *while the lock is held*, which keeps the order in which
 /// values were paired even when the two inputs deliver on different threads. No user code runs
-/// under it: a value reaches the node only through an `.immediate` drain, which always runs inside
-/// the thread's delivery trampoline, so the node's own observers are queued there, not called.
+/// under it: a value reaches the node only through an `.immediate` delivery, which always runs with
+/// the thread's delivery trampoline running, and the sends are made inside `Trampoline.queueing`, so
+/// the node's own observers are queued there, not called in place.
 final class PairState: @unchecked Sendable {
     // `@unchecked Sendable`: every field but the rings' element types is guarded by `lock`; the
     // rings are touched only inside `lock.withLock`.
@@ -42,15 +43,17 @@ extension Command {
             link.subscribe(
                 a,
                 value: { value in
-                    let done = state.lock.withLock { flags -> Bool in
-                        if flags.finished { return false }
-                        if state.right.count == 0 {
-                            state.left.push(value)
-                            return false
+                    let done = Trampoline.queueing {
+                        state.lock.withLock { flags -> Bool in
+                            if flags.finished { return false }
+                            if state.right.count == 0 {
+                                state.left.push(value)
+                                return false
+                            }
+                            link.send((value, state.right.popFirst(as: B.self)))
+                            if isDone(flags) { flags.finished = true }
+                            return flags.finished
                         }
-                        link.send((value, state.right.popFirst(as: B.self)))
-                        if isDone(flags) { flags.finished = true }
-                        return flags.finished
                     }
                     if done { link.emit(.completed) }
                 },
@@ -59,15 +62,17 @@ extension Command {
             link.subscribe(
                 b,
                 value: { value in
-                    let done = state.lock.withLock { flags -> Bool in
-                        if flags.finished { return false }
-                        if state.left.count == 0 {
-                            state.right.push(value)
-                            return false
+                    let done = Trampoline.queueing {
+                        state.lock.withLock { flags -> Bool in
+                            if flags.finished { return false }
+                            if state.left.count == 0 {
+                                state.right.push(value)
+                                return false
+                            }
+                            link.send((state.left.popFirst(as: A.self), value))
+                            if isDone(flags) { flags.finished = true }
+                            return flags.finished
                         }
-                        link.send((state.left.popFirst(as: A.self), value))
-                        if isDone(flags) { flags.finished = true }
-                        return flags.finished
                     }
                     if done { link.emit(.completed) }
                 },
@@ -88,11 +93,13 @@ extension Command {
             link.subscribe(
                 a,
                 value: { value in
-                    state.lock.withLock { flags in
-                        if flags.finished { return }
-                        if state.left.count > 0 { _ = state.left.popFirst(as: A.self) }
-                        state.left.push(value)
-                        if state.right.count > 0 { link.send((value, state.right.first(as: B.self))) }
+                    Trampoline.queueing {
+                        state.lock.withLock { flags in
+                            if flags.finished { return }
+                            if state.left.count > 0 { _ = state.left.popFirst(as: A.self) }
+                            state.left.push(value)
+                            if state.right.count > 0 { link.send((value, state.right.first(as: B.self))) }
+                        }
                     }
                 },
                 terminal: { event in pairTerminal(event, from: a, left: true, state: state, link: link, isDone: isDone)
@@ -100,11 +107,13 @@ extension Command {
             link.subscribe(
                 b,
                 value: { value in
-                    state.lock.withLock { flags in
-                        if flags.finished { return }
-                        if state.right.count > 0 { _ = state.right.popFirst(as: B.self) }
-                        state.right.push(value)
-                        if state.left.count > 0 { link.send((state.left.first(as: A.self), value)) }
+                    Trampoline.queueing {
+                        state.lock.withLock { flags in
+                            if flags.finished { return }
+                            if state.right.count > 0 { _ = state.right.popFirst(as: B.self) }
+                            state.right.push(value)
+                            if state.left.count > 0 { link.send((state.left.first(as: A.self), value)) }
+                        }
                     }
                 },
                 terminal: { event in pairTerminal(event, from: b, left: false, state: state, link: link, isDone: isDone)
