@@ -4,7 +4,10 @@
 /// producing thread. Nested calls would grow the stack by a few frames per stage and overflow it
 /// (OpenCombine crashes near 580 stages here). Instead, the first call on a thread runs a loop; a
 /// call made from inside it is queued (FIFO) and run by that loop once the current one returns. Each
-/// observer's own order is kept by its mailbox; the stack depth stays constant.
+/// observer's own order is kept by its mailbox; the stack depth stays constant. For ``deliveries``
+/// only, a value handed to an idle observer may also run in place, nested in the loop, up to
+/// ``maxNesting`` levels (``deliverNow(on:_:)``): cheaper (no queue entry, no second lock), still
+/// bounded.
 ///
 /// Three independent loops: ``deliveries`` for `.immediate` deliveries, ``cancels`` for a cancel
 /// walking up a chain (cancelling the last of 10,000 stages cancels its input, which cancels its
