@@ -48,14 +48,15 @@ let package = Package(
             dependencies: ["CommandGraph"],
             path: "Examples/Checksum"
         ),
+        .target(name: "ExampleSupport", path: "Examples/ExampleSupport"),
         .executableTarget(
             name: "StreamMemory",
-            dependencies: ["CommandGraph"],
+            dependencies: ["CommandGraph", "ExampleSupport"],
             path: "Examples/StreamMemory"
         ),
         .executableTarget(
             name: "GraphScale",
-            dependencies: ["CommandCore"],
+            dependencies: ["CommandCore", "ExampleSupport"],
             path: "Examples/GraphScale"
         ),
         .executableTarget(

@@ -8,32 +8,13 @@
 // for each shape the ratio of the median at the largest size to the median at 1k. The main thread waits with a semaphore: it is this tool's own thread, not a pool thread.
 import CommandCore
 import Dispatch
+import ExampleSupport
 import Foundation
-
-#if canImport(Glibc)
-    /// glibc's `malloc_trim`, which the Glibc module does not export.
-    @_silgen_name("malloc_trim") func glibcMallocTrim(_ pad: Int) -> Int32
-
-    /// Hands freed memory back to the system, so "after release" measures what is still allocated
-    /// rather than what glibc's arenas keep for reuse.
-    func trimAllocator() { _ = glibcMallocTrim(0) }
-#else
-    func trimAllocator() {}
-#endif
 
 let maxSize = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 1_000_000
 let allShapes = ["chain", "fan-out", "fan-in", "lattice"]
 let chosenShapes = Array(CommandLine.arguments.dropFirst(2))
 let shapes = chosenShapes.isEmpty ? allShapes : chosenShapes
-
-/// Resident memory in MiB, from /proc (Linux).
-func residentMiB(_ field: String = "VmRSS") -> Double {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
-    else { return 0 }
-    let kilobytes = Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "0") ?? 0
-    return kilobytes / 1024
-}
 
 func command() -> Command<Void> {
     Command<Void> { result in

@@ -7,23 +7,8 @@
 // sources here replay `.none`; with `.all` on the nodes it would grow by about 16 bytes a value and
 // stage). Values are sent from this thread; the observer runs in the send.
 import CommandGraph
+import ExampleSupport
 import Foundation
-
-#if canImport(Glibc)
-    /// glibc's `malloc_trim`, which the Glibc module does not export.
-    @_silgen_name("malloc_trim") func glibcMallocTrim(_ pad: Int) -> Int32
-    func trimAllocator() { _ = glibcMallocTrim(0) }
-#else
-    func trimAllocator() {}
-#endif
-
-/// Resident memory in MiB, from /proc (Linux; 0 elsewhere).
-func residentMiB() -> Double {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
-    else { return 0 }
-    return (Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "0") ?? 0) / 1024
-}
 
 let total = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 10_000_000
 let warmUp = min(100_000, total)
