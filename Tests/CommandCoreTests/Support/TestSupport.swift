@@ -105,10 +105,12 @@ final class ProbeBox: Sendable {
 
 /// A thread that runs its own RunLoop until stopped, like an app's UI thread.
 final class RunLoopThread: @unchecked Sendable {
-    // `loop` and `threadID` are written once on the thread before `ready` is fulfilled and only read
-    // after; `stopped` is atomic.
-    private(set) var loop: RunLoop?
-    private(set) var threadID: ObjectIdentifier?
+    // `loop` and `threadID` are written once on the thread before `ready` is fulfilled and read after,
+    // behind a lock: ThreadSanitizer does not see the hand-over through the checkpoint's
+    // continuation. `stopped` is atomic.
+    private let identity = Mutex<(loop: RunLoop?, thread: ObjectIdentifier?)>((nil, nil))
+    var loop: RunLoop? { identity.withLock { $0.loop } }
+    var threadID: ObjectIdentifier? { identity.withLock { $0.thread } }
     private let stopped = Atomic(false)
     let ready = Checkpoint()
 
@@ -117,8 +119,7 @@ final class RunLoopThread: @unchecked Sendable {
             let loop = RunLoop.current
             // A far-future timer keeps the loop from returning at once for lack of sources.
             loop.add(Timer(timeInterval: 3600, repeats: true) { _ in }, forMode: .default)
-            self.loop = loop
-            self.threadID = ObjectIdentifier(Thread.current)
+            identity.withLock { $0 = (loop, ObjectIdentifier(Thread.current)) }
             ready.fulfill()
             while !stopped.load(ordering: .acquiring) {
                 _ = loop.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
