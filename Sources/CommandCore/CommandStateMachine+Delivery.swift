@@ -120,9 +120,9 @@ extension CommandStateMachine {
         trim()
     }
 
-    /// Where observer `id` is in `observers`. A plain loop, like the others on `observers` here: a
-    /// generic algorithm of the standard library (`firstIndex(where:)`, `indices`) is not specialised
-    /// for `ObserverRecord<Output>` and looks its metadata and witness tables up on every call.
+    /// Where observer `id` is in `observers`. A plain loop, like the others on `observers` here (they
+    /// were written when the record was generic, when a standard-library algorithm such as
+    /// `firstIndex(where:)` looked its metadata up on every call; a loop is still the cheapest).
     @inline(__always)
     func observerIndex(_ id: UInt64) -> Int? {
         var index = 0
