@@ -30,9 +30,7 @@ extension CommandStateMachine {
                     observers[slot].cursor = index + 1
                     claim = DirectClaim(observer: observers[slot].id, box: observers[slot].sink)
                 } else {
-                    wakeups.append(
-                        Wakeup(
-                            observer: observers[slot].id, context: context, drain: context.isImmediate ? drainer : nil))
+                    wakeups.append(wakeup(at: slot))
                 }
             }
             slot += 1
@@ -111,7 +109,7 @@ extension CommandStateMachine {
         }
         record.scheduled = hasWork
         observers.append(record)
-        return (id, hasWork ? Wakeup(observer: id, context: context, drain: context.isImmediate ? drainer : nil) : nil)
+        return (id, hasWork ? wakeup(at: observers.count - 1) : nil)
     }
 
     @inline(__always)
@@ -204,13 +202,19 @@ extension CommandStateMachine {
         while index < observers.count {
             if !observers[index].scheduled && include(observers[index]) {
                 observers[index].scheduled = true
-                let context = observers[index].context
-                wakeups.append(
-                    Wakeup(observer: observers[index].id, context: context, drain: context.isImmediate ? drainer : nil))
+                wakeups.append(wakeup(at: index))
             }
             index += 1
         }
         return wakeups
+    }
+
+    /// The drain to schedule for the observer at `index` (with the command's drain function when it
+    /// is `.immediate`).
+    @inline(__always)
+    func wakeup(at index: Int) -> Wakeup {
+        let context = observers[index].context
+        return Wakeup(observer: observers[index].id, context: context, drain: context.isImmediate ? drainer : nil)
     }
 
     /// Drops values no live observer still needs and the replay policy does not keep.

@@ -27,42 +27,31 @@ public enum GraphReport {
     /// The commands and plain operations reachable from `roots` through dependencies, combinator
     /// inputs and run-time inputs, each once, each read once.
     static func walk(_ roots: [Operation]) -> (nodes: [Node], index: [ObjectIdentifier: Int]) {
-        struct Read {
-            let name: String
-            let isCommand: Bool
-            let state: CommandState
-            let timing: CommandTiming
-            let dependencies: [Operation]
-            let inputs: [Operation]
-            let runTime: [Operation]
-        }
-        var reads: [Read] = []
+        var nodes: [Node] = []
         var index: [ObjectIdentifier: Int] = [:]
         var stack = roots
+        func ids(_ operations: [Operation]) -> [ObjectIdentifier] { operations.map(ObjectIdentifier.init) }
         while let operation = stack.popLast() {
             guard index[ObjectIdentifier(operation)] == nil else { continue }
-            index[ObjectIdentifier(operation)] = reads.count
-            let read: Read
+            index[ObjectIdentifier(operation)] = nodes.count
             if let command = operation as? any TrackableCommand {
-                read = Read(
-                    name: command.displayName, isCommand: true, state: command.state, timing: command.timing,
-                    dependencies: command.dependencies, inputs: command.inputCommands, runTime: command.runTimeInputs)
+                let (dependencies, inputs, runTime) =
+                    (command.dependencies, command.inputCommands, command.runTimeInputs)
+                nodes.append(
+                    Node(
+                        id: nodes.count, name: command.displayName, isCommand: true, state: command.state,
+                        timing: command.timing, dependencies: ids(dependencies), inputs: ids(inputs),
+                        runTime: ids(runTime)))
+                stack += dependencies + inputs + runTime
             } else {
-                read = Read(
-                    name: operation.name ?? String(describing: type(of: operation)), isCommand: false,
-                    state: plainState(operation), timing: CommandTiming(), dependencies: operation.dependencies,
-                    inputs: [], runTime: [])
+                let dependencies = operation.dependencies
+                nodes.append(
+                    Node(
+                        id: nodes.count, name: operation.name ?? String(describing: type(of: operation)),
+                        isCommand: false, state: plainState(operation), timing: CommandTiming(),
+                        dependencies: ids(dependencies), inputs: [], runTime: []))
+                stack += dependencies
             }
-            reads.append(read)
-            stack += read.dependencies
-            stack += read.inputs
-            stack += read.runTime
-        }
-        let nodes = reads.enumerated().map { offset, read in
-            Node(
-                id: offset, name: read.name, isCommand: read.isCommand, state: read.state, timing: read.timing,
-                dependencies: read.dependencies.map(ObjectIdentifier.init),
-                inputs: read.inputs.map(ObjectIdentifier.init), runTime: read.runTime.map(ObjectIdentifier.init))
         }
         return (nodes, index)
     }

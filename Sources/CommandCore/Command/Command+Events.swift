@@ -1,0 +1,78 @@
+import Foundation
+
+// What the result sink reports, and what an ending does once the command's lock is released.
+extension Command {
+    func receive(_ value: Output, quietly: Bool = false) {
+        // An idle `.immediate` observer gets the value in place, claimed in the same lock as the send
+        // (one lock round trip and one queue entry fewer per stage), when this thread may deliver now:
+        // see `Trampoline.deliverNow(on:_:)`, which bounds the nesting.
+        let trampoline = Trampoline.deliveries.queue
+        let inPlace = Trampoline.deliveries.mayDeliverNow(trampoline)
+        guard let (wakeups, claim) = machine.withLock({ $0.send(value, claimInPlace: inPlace) }) else {
+            // After a cancel, a late send is the normal race with work that had not seen it: silent.
+            if !quietly && !machine.withLock({ $0.isCancelled }) {
+                diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
+            }
+            return
+        }
+        if !wakeups.isEmpty { schedule(wakeups) }
+        if let claim {
+            Trampoline.deliveries.deliverNow(on: trampoline) {
+                unsafeDowncast(claim.box, to: SinkBox<Output>.self).deliver(value)
+                // Then whatever else arrived meanwhile, and the observer's idle mark.
+                drainInPlace(claim.observer)
+            }
+        }
+    }
+
+    func receiveTerminal(_ outcome: Outcome, event: @autoclosure () -> String) {
+        guard let ending = machine.withLock({ $0.finish(outcome) }) else {
+            if !machine.withLock({ $0.isCancelled }) {
+                diagnose(.alreadyFinished, "\(event()) was called after the terminal event; it is ignored.")
+            }
+            return
+        }
+        perform(ending)
+    }
+
+    func receiveSuccess(_ value: Output) {
+        guard let ending = machine.withLock({ $0.succeed(value) }) else {
+            if !machine.withLock({ $0.isCancelled }) {
+                diagnose(.alreadyFinished, "succeed(\(value)) was called after the terminal event; it is ignored.")
+            }
+            return
+        }
+        perform(ending)
+    }
+
+    /// Everything an ending does after the lock was released.
+    func perform(_ ending: Ending) {
+        if let propagation = performLocally(ending) { propagate(propagation) }
+    }
+
+    /// An ending's effects on this command; returns what its dependents must be told.
+    func performLocally(_ ending: Ending) -> Propagation? {
+        // Through the cancel trampoline: a combinator's cancelable cancels its inputs, whose endings
+        // cancel theirs; queued instead of nested, a 10,000-stage chain cancels at constant depth.
+        if let cancelable = ending.cancelable { Trampoline.cancels.run { cancelable.cancel() } }
+        // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.
+        withExtendedLifetime(self) { publish(ending) }
+        schedule(ending.wakeups)
+        let recycled = machine.withLock { machine -> (OperationQueue, Bool)? in
+            if machine.queue.borrowed {
+                machine.queue.queue = nil
+                machine.queue.borrowed = false
+            }
+            guard machine.queue.ownsQueue, let queue = machine.queue.queue else { return nil }
+            machine.queue.queue = nil
+            return machine.queue.pooled && machine.queue.underlying == nil ? (queue, machine.name != nil) : nil
+        }
+        if let (queue, named) = recycled { QueuePool.recycle(queue, named: named) }
+        if !ending.inputs.isEmpty {
+            var inputs = ending.inputs
+            DeferredRelease.release(&inputs)
+        }
+        if ending.dependents.isEmpty { return nil }
+        return Propagation(outcome: ending.outcome, source: self, dependents: ending.dependents)
+    }
+}
