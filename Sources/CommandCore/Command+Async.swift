@@ -65,9 +65,11 @@ extension Command {
     /// })
     /// ```
     ///
-    /// The label keeps it apart from `Command { result in ...; return cancelable }`, whose closure
-    /// returns what cancels the work (or nil): without it, a closure that starts work for later and
-    /// forgets its `return nil` compiled as this form, completed at once and dropped the later result.
+    /// A trailing closure that uses `await` picks this form too (`Command<Int> { result in try await
+    /// ...; result.send(1) }`). One without `await` picks a synchronous form: `Command { result in
+    /// ...; return cancelable }`, or, with no `return`, the form that waits for the terminal event the
+    /// closure (or work it started) sends, so work started for later and a forgotten `return nil` never
+    /// complete the command early.
     public convenience init(async body: @escaping @Sendable (CommandResult<Output>) async throws -> Void) {
         self.init { (result: CommandResult<Output>) -> (any Cancelable)? in
             let task = Task {

@@ -99,6 +99,28 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         super.init()
     }
 
+    /// Creates a command whose work is `body`, a closure that returns nothing: it gets the result sink
+    /// and reports through it now or later, from any thread; the command ends at the terminal event it
+    /// sends (returning from `body` ends nothing). There is no cancelable to call on cancel: long
+    /// work checks ``CommandResult/isCancelled``. It runs on ``executeQueue``.
+    ///
+    /// ```swift
+    /// let command = Command<Int> { result in
+    ///     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { result.succeed(1) }
+    /// }
+    /// command.execute { print($0) }   // value(1), then completed
+    /// ```
+    ///
+    /// This is the form a closure without a `return` picks; one that returns a ``Cancelable`` (or
+    /// `nil`) picks `init(_:)` with the cancelable, and one that uses `await` picks
+    /// `init(async:)`, which completes when the closure returns.
+    public convenience init(_ body: @escaping @Sendable (CommandResult<Output>) -> Void) {
+        self.init { (result: CommandResult<Output>) -> (any Cancelable)? in
+            body(result)
+            return nil
+        }
+    }
+
     /// The work. Called once, on ``executeQueue``, when every dependency finished. Report through
     /// `result` (now or later, from any thread) and return what cancels the work, or nil. The default
     /// calls the closure given to `init(_:)`, or fails with ``CommandError/Code/missingRun``.

@@ -155,6 +155,22 @@ private func becameExecuting<Output>(_ command: Command<Output>) async {
         #expect(command.state.isTerminal)
     }
 
+    /// The closure as a new user writes it: no `return nil`. It picks the form that waits for the
+    /// terminal event (before, it picked `init(async:)`, completed at once and dropped the value).
+    @Test func blockCommand_withoutReturn_waitsForTheLateValue() async {
+        let command = Command<Int> { result in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { result.succeed(1) }
+        }
+        let events = Locked<[String]>([])
+        let ended = Checkpoint()
+        command.execute(on: .immediate) { event in
+            events.withLock { $0.append("\(event)") }
+            if event.isTerminal { ended.fulfill() }
+        }
+        #expect(await ended.wait())
+        #expect(events.withLock { $0 } == ["value(1)", "completed"])
+    }
+
     @Test func asyncClosureCommands_runInATaskThatCancelCancels() async throws {
         let one = Command<String> { () async throws -> String in "fetched" }
         #expect(try await one.value == "fetched")
