@@ -111,9 +111,15 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// command.execute { print($0) }   // value(1), then completed
     /// ```
     ///
-    /// This is the form a closure without a `return` picks; one that returns a ``Cancelable`` (or
-    /// `nil`) picks `init(_:)` with the cancelable, and one that uses `await` picks
-    /// `init(async:)`, which completes when the closure returns.
+    /// A one-statement closure without a `return` picks this form. One that returns a ``Cancelable``
+    /// (or `nil`) picks `init(_:)` with the cancelable; one that uses `await` picks `init(async:)`,
+    /// which completes when the closure returns. A closure of several statements with no `return` and
+    /// no `await` does not compile ("missing return in closure expected to return '(any
+    /// Cancelable)?'"): add `return nil`, or name this form's type (`{ (result) -> Void in ... }`).
+    /// Without that rule such a closure compiled as the async form, completed when it returned and
+    /// dropped whatever the work it started sent later. (Disfavoured, so that a one-expression closure
+    /// returning a cancelable keeps it.)
+    @_disfavoredOverload
     public convenience init(_ body: @escaping @Sendable (CommandResult<Output>) -> Void) {
         self.init { (result: CommandResult<Output>) -> (any Cancelable)? in
             body(result)
@@ -409,7 +415,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         }
         switch route {
         case .object: queue.addOperation(self)
-        case .block: queue.addOperation { [self] in begin(external: false) }
+        case .block: queue.addOperation(StartOperation { [self] in begin(external: false) })
         case .none: return false
         }
         return true

@@ -53,12 +53,18 @@ enum QueuePool {
         return queue
     }
 
-    /// Returns a queue the engine made, if it is idle: not suspended, and holding no operation but
-    /// the one finishing on it now (the command's own run, when it ended inside `run`). A queue a
-    /// `run` suspended, or filled with operations of its own, stays the command's and is dropped.
-    static func recycle(_ queue: OperationQueue, named: Bool) {
-        let running = OperationQueue.current === queue ? 1 : 0
-        guard !queue.isSuspended, queue.operationCount <= running else { return }
+    /// Returns a queue the engine made, if it is idle: not suspended, and holding nothing but what the
+    /// engine put there for `command` (the command object, or the ``StartOperation`` running it now).
+    /// A queue a `run` suspended, or one holding anyone else's operation (one a `run` added to its
+    /// ``Command/executeQueue``, still queued or running), stays the command's and is dropped: the
+    /// next command given it would wait behind that operation. Lanes follow the same rule.
+    static func recycle(_ queue: OperationQueue, named: Bool, finishing command: Operation) {
+        guard !queue.isSuspended else { return }
+        // Usually empty (the command object left the queue when it posted `isFinished`): the list is
+        // only read when something is still there.
+        if queue.operationCount > 0 {
+            guard queue.operations.allSatisfy({ $0 === command || $0 is StartOperation }) else { return }
+        }
         if named { queue.name = nil }
         let qos = queue.qualityOfService.rawValue
         if let lane = queue as? LaneQueue {
@@ -71,6 +77,13 @@ enum QueuePool {
             }
         }
     }
+}
+
+/// The block the engine adds to a command's queue to start it (when a queue of the user's may hold the
+/// command object itself): known by its type, so ``QueuePool/recycle(_:named:finishing:)`` can tell
+/// it from a user's operation.
+final class StartOperation: BlockOperation, @unchecked Sendable {
+    // No state of its own: `BlockOperation` guards its blocks.
 }
 
 /// A command's own `OperationQueue`, running on a serial `DispatchQueue` it keeps alive (Foundation

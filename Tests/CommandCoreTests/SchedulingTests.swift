@@ -202,6 +202,58 @@ extension CommandState {
         #expect(fanLog.all.filter { $0 == "plain" }.count == 7)
     }
 
+    /// A lane goes back to the pool only when nothing of anyone else's is on it. A command made ready
+    /// by its dependency's end (so on a lane) adds an operation to its `executeQueue` (the documented
+    /// way to get "its own queue") that holds that serial queue until 100 later, unrelated commands
+    /// (each with a dependency of its own) have completed, or 10 s. Before, its lane went back to the
+    /// pool under the operation, later commands were queued behind it and waited its whole length
+    /// (100 measured, worst 1,499 ms behind a 1.5 s operation); now none does.
+    @Test func laneHeldByAUsersOperation_isNotGivenToLaterCommands() async {
+        let later = 100
+        let laterDone = Checkpoint(count: later)
+        let gate = DispatchSemaphore(value: 0)
+        let released = Checkpoint()
+        let releasedByTheEvent = Locked(false)
+        let dependency = Command<Void> { result in result.succeed() }
+        let holder = Command<Void> { result in
+            // The user's work: it lasts until the later commands ended (bounded).
+            result.command.executeQueue.addOperation {
+                let byEvent = gate.wait(timeout: .now() + 10) == .success
+                releasedByTheEvent.withLock { $0 = byEvent }
+                released.fulfill()
+            }
+            result.succeed()
+            return nil
+        }
+        holder.addDependency(dependency)
+        let holderDone = Checkpoint()
+        holder.execute(on: .immediate) { if $0.isTerminal { holderDone.fulfill() } }
+        #expect(await holderDone.wait())
+
+        let worst = Locked(0.0)
+        var keep: [Command<Void>] = []
+        for _ in 0..<later {
+            let own = Command<Void> { result in result.succeed() }
+            let command = Command<Void> { result in result.succeed() }
+            command.addDependency(own)
+            keep.append(command)
+            let executed = CommandTiming.now
+            command.execute(on: .immediate) { event in
+                guard event.isTerminal else { return }
+                let latency = Double(CommandTiming.now - executed) / 1e9
+                worst.withLock { $0 = max($0, latency) }
+                laterDone.fulfill()
+            }
+        }
+        // Every later command ends while the user's operation still holds its lane.
+        #expect(await laterDone.wait(seconds: 30))
+        gate.signal()
+        #expect(await released.wait())
+        #expect(releasedByTheEvent.withLock { $0 })
+        #expect(worst.withLock { $0 } < 1.0)
+        withExtendedLifetime(keep) {}
+    }
+
     /// Every command is counted while alive.
     @Test func liveCommands_countsTheCommandsAlive() {
         let commands = (0..<1_000).map { _ in Command<Void>() }

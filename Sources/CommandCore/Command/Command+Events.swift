@@ -67,7 +67,7 @@ extension Command {
             machine.queue.queue = nil
             return machine.queue.pooled && machine.queue.underlying == nil ? (queue, machine.name != nil) : nil
         }
-        if let (queue, named) = recycled { QueuePool.recycle(queue, named: named) }
+        if let (queue, named) = recycled { QueuePool.recycle(queue, named: named, finishing: self) }
         if !ending.inputs.isEmpty {
             var inputs = ending.inputs
             DeferredRelease.release(&inputs)

@@ -1,0 +1,13 @@
+// must not compile
+// expect-error: missing return in closure expected to return '(any Cancelable)?'
+// Several statements, no `return`, no `await`: rejected with a message that says what is missing
+// (before, this compiled as the async form, completed when the closure returned and dropped value(1)).
+import CommandCore
+import Foundation
+
+let command = Command<Int> { result in
+    print("starting")
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { result.succeed(1) }
+    // return nil   <- forgotten
+}
+command.execute { print($0) }
