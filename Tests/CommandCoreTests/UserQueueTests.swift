@@ -150,6 +150,57 @@ import Testing
         }
     }
 
+    /// `addBarrierBlock` while something still runs, then commands and block operations added behind
+    /// it: `addOperation` returns (it hung: Foundation makes the barrier a dependency of the new
+    /// operation under the queue's lock and reads `isReady`, which answered `true` without asking
+    /// `super`, so the queue scheduled inside its own lock), and the barrier runs before every
+    /// operation added after it. Wide and serial queues, commands and blocks in both orders.
+    @Test(arguments: [1, 4])
+    func operationsAddedBehindABarrier_doNotHang_andRunAfterIt(width: Int) async {
+        let log = Log()
+        let running = Locked<CommandResult<Void>?>(nil)
+        let started = Checkpoint()
+        let first = Command<Void> { result in
+            running.withLock { $0 = result }
+            started.fulfill()
+            return nil
+        }
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = width
+        queue.addOperation(first)  // something still running
+        #expect(await started.wait())
+        queue.addBarrierBlock { log.append("barrier") }
+        var behind: [Operation] = []
+        for index in 0..<4 {
+            if index % 2 == 0 {
+                let command = Command<Void> { result in
+                    log.append("command \(index)")
+                    result.succeed()
+                    return nil
+                }
+                command.name = "behind \(index)"
+                behind.append(command)
+            } else {
+                behind.append(BlockOperation { log.append("block \(index)") })
+            }
+        }
+        let added = Checkpoint()
+        let adding = behind
+        // On a thread of its own: a hang fails the wait below instead of the whole run.
+        Thread {
+            for operation in adding { queue.addOperation(operation) }
+            added.fulfill()
+        }.start()
+        #expect(await added.wait(seconds: 30))
+        #expect(log.all.isEmpty)  // the barrier waits for `first`, the rest for the barrier
+        running.withLock { $0 }?.succeed()
+        #expect(await allFinished(queue, seconds: 30))
+        let entries = log.all
+        #expect(entries.first == "barrier")
+        #expect(Set(entries.dropFirst()) == ["command 0", "block 1", "command 2", "block 3"])
+        #expect(behind.allSatisfy { $0.isFinished })
+    }
+
     /// 2. Width 1, the command added before the `BlockOperation` it depends on: the command is not
     /// ready, so it does not take the only slot.
     @Test func serialQueue_commandBeforeItsBlockDependency_doesNotHang() async {

@@ -74,23 +74,40 @@ extension Command {
         DispatchQueue.global().async { [self] in publish(.ready) { _ in } }
     }
 
-    /// `isReady`: cancelled, or every dependency finished.
+    /// `isReady`: cancelled, or every dependency finished; and, in a queue of the user's, Foundation's
+    /// own answer (`super.isReady`), as Apple asks of an override.
+    ///
+    /// Foundation keeps edges of its own there: `addOperation` after `addBarrierBlock` makes the
+    /// pending barrier a dependency of the new operation (under the queue's lock) and reads `isReady`
+    /// to decide whether to schedule it right there. Answering `true` then made the queue schedule
+    /// inside its own lock (a hang on Linux, a trap under `os_unfair_lock` on Apple platforms), and
+    /// ran the command before the barrier. A command's own edges never reach `super` (its
+    /// `addDependency` keeps them), so `super.isReady` is false only for such an edge of the queue's,
+    /// and turns true, with a KVO post from Foundation, when the barrier ran. A cancelled command
+    /// behind a barrier waits for it too.
     func readiness() -> Bool {
         let (cancelled, tracking, commandsDone, engineQueued) = machine.withLock {
             ($0.face.cancelled, $0.face.tracking, $0.face.dependenciesFinished, $0.queue.holder != nil)
         }
-        // In the engine's own queue, which Foundation asks when it is added: the engine made it ready.
-        if cancelled || engineQueued { return true }
-        switch tracking {
-        case .off:
-            if !startTrackingReadiness() { return readiness() }
-            return machine.withLock { $0.face.isReady }
-        case .registering:
-            // Another thread is registering; it posts a KVO pair when done.
-            return false
-        case .on:
-            return commandsDone
+        // In the engine's own queue, which Foundation asks when it is added: the engine made it ready
+        // (and no barrier is ever added to that queue).
+        if engineQueued { return true }
+        let own: Bool
+        if cancelled {
+            own = true
+        } else {
+            switch tracking {
+            case .off:
+                if !startTrackingReadiness() { return readiness() }
+                own = machine.withLock { $0.face.isReady }
+            case .registering:
+                // Another thread is registering; it posts a KVO pair when done.
+                own = false
+            case .on:
+                own = commandsDone
+            }
         }
+        return own && super.isReady
     }
 
     /// The first `isReady`: registers with every unfinished dependency (a command tells this one when
