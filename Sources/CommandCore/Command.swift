@@ -151,15 +151,17 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// - Important: on Linux, Foundation's `Progress` is not thread-safe (it has no lock): change it
     ///   only through `reportProgress`, and read it through ``fractionCompleted``, which lock.
     public var progress: Progress {
-        machine.withLock { machine in
-            if let progress = machine.progress { return progress }
-            // Not `Progress(totalUnitCount:)`: that joins the calling thread's current progress tree on
-            // Apple platforms, and a `Graph` adds it as a child of its own.
-            let progress = Progress.discreteProgress(totalUnitCount: 1)
-            if machine.outcome != nil { progress.completedUnitCount = 1 }
-            machine.progress = progress
-            return progress
+        if let progress = machine.withLock({ $0.progress }) { return progress }
+        // Not `Progress(totalUnitCount:)`: that joins the calling thread's current progress tree on
+        // Apple platforms, and a `Graph` adds it as a child of its own. Made and completed outside
+        // the lock (see `ProgressGuard`); an ending in between completes it too.
+        let made = Progress.discreteProgress(totalUnitCount: 1)
+        let (progress, ended) = machine.withLock { machine in
+            if machine.progress == nil { machine.progress = made }
+            return (machine.progress ?? made, machine.outcome != nil)
         }
+        if ended { ProgressGuard.complete(progress) }
+        return progress
     }
 
     /// The command's progress as a fraction, read safely from any thread.

@@ -43,12 +43,12 @@ public struct CommandResult<Output: Sendable>: Sendable {
 
     /// Reports `completed` units of work out of `total` (any thread; the command's ``Command/progress``
     /// and every progress it is a child of follow). The progress is completed when the command ends.
+    ///
+    /// `completed` is clamped to `0...total`. A `total` of 0 or less (an empty batch, "0 of 0 files",
+    /// or a count not known yet) is indeterminate, as Apple's `Progress` reads 0 of 0: the progress
+    /// keeps its last report (at first, 0 of 1) until a report with a total, or the command's end.
     public func reportProgress(completed: Int64, of total: Int64) {
-        let progress = run.command.progress
-        ProgressGuard.withLock {
-            progress.totalUnitCount = total
-            progress.completedUnitCount = min(completed, total)
-        }
+        ProgressGuard.report(run.command.progress, completed: completed, of: total)
     }
 
     /// True once the command was cancelled; long work should check it and stop early.

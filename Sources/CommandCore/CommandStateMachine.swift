@@ -484,13 +484,6 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     @inline(__always)
     mutating func end(_ outcome: Outcome) -> Ending {
         timing.endedAt = CommandTiming.now
-        if let progress {
-            ProgressGuard.withLock {
-                if progress.completedUnitCount < progress.totalUnitCount {
-                    progress.completedUnitCount = progress.totalUnitCount
-                }
-            }
-        }
         let wasExecuting = isExecuting
         let postFinished: Bool
         switch lifecycle {
@@ -511,7 +504,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         let ending = Ending(
             outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
             cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
-            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs)
+            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress)
         if !runInProgress { inputs = [] }
         cancelable = nil
         body = nil

@@ -17,10 +17,10 @@ public struct CommandTiming: Sendable, Equatable {
     /// The thread `run` was called on (a `pthread_t`, for traces).
     public internal(set) var thread: UInt64?
 
-    /// How long `run` took to end, once it has.
     /// No time recorded (a command not executed yet; a plain operation in a report).
     package init() {}
 
+    /// How long `run` took to end, once it has.
     public var runDuration: Duration? {
         guard let startedAt, let endedAt, endedAt >= startedAt else { return nil }
         return .nanoseconds(Int64(endedAt - startedAt))
@@ -29,12 +29,4 @@ public struct CommandTiming: Sendable, Equatable {
     static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     static var currentThread: UInt64 { Platform.currentThreadID }
-}
-
-/// Serialises every change and read of the library's `Foundation.Progress` objects where the platform
-/// needs it (see `Platform.withProgressLock`).
-package enum ProgressGuard {
-    package static func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
-        try Platform.withProgressLock(body)
-    }
 }

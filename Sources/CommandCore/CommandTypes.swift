@@ -112,6 +112,8 @@ struct Ending: Sendable {
     let wakeups: Wakeups
     /// A combinator's inputs, released (with a loop) once the ending was performed.
     let inputs: [Operation]
+    /// The command's progress, completed after the lock is released (see ``ProgressGuard``).
+    let progress: Progress?
 }
 
 /// Where a command is in its life (see ``CommandStateMachine``); not generic, so unspecialised code

@@ -68,6 +68,107 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect(graph.fractionCompleted == 1)
     }
 
+    /// Adding a command twice used to trap (`Progress.addChild`: already the child of another
+    /// progress). The second add gives it more edges and nothing else; a different weight, or a
+    /// negative one, is refused with a clear error and adds nothing.
+    @Test func graph_addingACommandTwice_addsItsEdges_neverTraps() async throws {
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let a = try graph.add(node("a", log: log))
+        let b = try graph.add(node("b", log: log))
+        try graph.add(b, dependsOn: [a])
+        try graph.add(b)
+        #expect(graph.commands.count == 2)
+        #expect(b.dependencies.map(\.name) == ["a"])
+        #expect(ProgressGuard.withLock { graph.progress.totalUnitCount } == 2)
+        #expect {
+            try graph.add(b, weight: 3)
+        } throws: { error in
+            let error = error as? CommandError
+            return error?.code == .invalidArgument && error?.command == "b" && error?.message.contains("weight 1") == true
+        }
+        #expect {
+            try graph.add(node("c", log: log), weight: -1)
+        } throws: { error in
+            let error = error as? CommandError
+            return error?.code == .invalidArgument && error?.command == "c" && error?.message.contains("0 or more") == true
+        }
+        #expect(graph.commands.count == 2)
+        try graph.run(on: .immediate)
+        let outcome = await graph.finished
+        #expect(outcome.completed == ["a", "b"])
+        #expect(log.withLock { $0 } == ["a", "b"])
+        #expect(graph.fractionCompleted == 1)
+    }
+
+    /// Weight 0 keeps a command out of the graph's progress; a graph whose weights are all 0 shows
+    /// complete once it finished (it stayed at 0 before).
+    @Test func graph_zeroWeights_progressCompleteWhenFinished() async throws {
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let a = try graph.add(node("a", log: log), weight: 0)
+        try graph.add(node("b", log: log), dependsOn: [a], weight: 0)
+        try graph.run(on: .immediate)
+        _ = await graph.finished
+        #expect(graph.fractionCompleted == 1)
+
+        let mixed = Graph()
+        let gate = Locked<CommandResult<Int>?>(nil)
+        let started = Checkpoint()
+        let slow = Command<Int> { result in
+            gate.withLock { $0 = result }
+            started.fulfill()
+            return nil
+        }
+        try mixed.add(slow, weight: 0)
+        let quick = try mixed.add(node("quick", log: log), weight: 2)
+        let quickDone = Checkpoint()
+        quick.observeState(on: .immediate) { if $0.isTerminal { quickDone.fulfill() } }
+        try mixed.run(on: .immediate)
+        #expect(await started.wait())
+        #expect(await quickDone.wait())
+        #expect(mixed.fractionCompleted == 1)  // the weightless command does not hold it back
+        gate.withLock { $0 }?.succeed(1)
+        _ = await mixed.finished
+        #expect(mixed.fractionCompleted == 1)
+    }
+
+    /// `reportProgress` with a total of 0 (an empty batch) used to kill the process (a trap in this
+    /// Linux Foundation's progress arithmetic): a total of 0 or less is indeterminate and leaves the
+    /// progress as it was; `completed` is clamped; the end completes whatever was reported.
+    @Test func reportProgress_emptyBatch_negativeAndOverfullCounts_neverTrap() async throws {
+        let graph = Graph()
+        let gate = Locked<CommandResult<Int>?>(nil)
+        let seen = Locked<[Double]>([])
+        let reported = Checkpoint()
+        let command = Command<Int> { result in
+            result.reportProgress(completed: 0, of: 0)
+            seen.withLock { $0.append(result.command.fractionCompleted) }
+            result.reportProgress(completed: 5, of: 0)
+            seen.withLock { $0.append(result.command.fractionCompleted) }
+            result.reportProgress(completed: 1, of: 4)
+            seen.withLock { $0.append(result.command.fractionCompleted) }
+            result.reportProgress(completed: 1, of: -1)
+            seen.withLock { $0.append(result.command.fractionCompleted) }
+            result.reportProgress(completed: -3, of: 4)
+            seen.withLock { $0.append(result.command.fractionCompleted) }
+            result.reportProgress(completed: 7, of: 5)
+            seen.withLock { $0.append(result.command.fractionCompleted) }
+            result.reportProgress(completed: 1, of: 5)
+            gate.withLock { $0 = result }
+            reported.fulfill()
+            return nil
+        }
+        try graph.add(command)
+        try graph.run(on: .immediate)
+        #expect(await reported.wait())
+        #expect(seen.withLock { $0 } == [0, 0, 0.25, 0.25, 0, 1])
+        gate.withLock { $0 }?.succeed(1)
+        _ = await graph.finished
+        #expect(command.fractionCompleted == 1)
+        #expect(graph.fractionCompleted == 1)
+    }
+
     @Test func graph_refusesACycle_namingIt() throws {
         let log = Locked<[String]>([])
         let graph = Graph()

@@ -262,6 +262,49 @@ private struct Boom: Error {}
         #expect(m2.run(Command<String>.retry(-1, scheduler: m2.scheduler) { m2.input("a|") }) == "#")
     }
 
+    /// Bad delays fail the retry at once with `invalidArgument` naming what is wrong (a negative
+    /// initial delay with jitter, a NaN multiplier, ...), instead of trapping on a worker thread at
+    /// the first failure; `delay(afterAttempt:)` itself never traps (an exponential that outgrows a
+    /// `Duration` is capped).
+    @Test func retry_refusesBadDelays_andDelaysNeverTrap() async {
+        let bad: [RetryDelay] = [
+            .exponential(initial: .milliseconds(-100), jitter: 0.5),
+            .exponential(initial: .seconds(1), multiplier: .nan),
+            .exponential(initial: .seconds(1), multiplier: -2),
+            .exponential(initial: .seconds(1), maximum: .seconds(-1)),
+            .exponential(initial: .seconds(1), jitter: .nan),
+            .constant(.seconds(-1)),
+        ]
+        for delay in bad {
+            let m = Marbles()
+            let failure = Locked<CommandError?>(nil)
+            let output = Command<String>.retry(2, delay: delay, scheduler: m.scheduler) { m.input("a#") }
+            output.execute(on: .immediate) { event in
+                if case .failed(let error) = event { failure.withLock { $0 = error as? CommandError } }
+            }
+            let error = failure.withLock { $0 }
+            #expect(error?.code == .invalidArgument, "\(delay)")
+            #expect(error?.message.contains("retry(2, delay:)") == true, "\(error?.message ?? "")")
+            withExtendedLifetime(output) {}
+        }
+        let huge = RetryDelay.exponential(initial: .seconds(1), maximum: .seconds(Int64.max))
+        #expect(huge.delay(afterAttempt: 40) == .seconds(1 << 39))
+        #expect(huge.delay(afterAttempt: 5_000) == .seconds(Int64.max))
+        #expect(RetryDelay.exponential(initial: .milliseconds(-100), jitter: 0.5).delay(afterAttempt: 1) == .zero)
+        #expect(RetryDelay.exponential(initial: .seconds(1), multiplier: .nan).delay(afterAttempt: 3) == .seconds(60))
+        #expect(RetryDelay.constant(.seconds(-1)).delay(afterAttempt: 1) == .zero)
+        // A huge wait on the real clock is scheduled, not a trap, and cancelled with the retry.
+        let attempts = Locked(0)
+        let endless = Command<String>.retry(1, delay: .constant(.seconds(Int64.max))) {
+            attempts.withLock { $0 += 1 }
+            return Command<String> { result in result.fail(CommandError(code: .timedOut, command: "x", message: "x")) }
+        }
+        let cancelled = Checkpoint()
+        endless.execute(on: .immediate) { if case .cancelled = $0 { cancelled.fulfill() } }
+        endless.cancel()
+        #expect(await cancelled.wait())
+    }
+
     @Test func timeout_failsAtTheDeadline_andCancelsTheSource() {
         let m = Marbles()
         let source = m.input("--1--|")

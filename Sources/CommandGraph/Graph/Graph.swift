@@ -42,6 +42,7 @@ public final class Graph: Sendable {
     private struct Node {
         let command: Operation
         let name: String
+        let weight: Int64
         let observe: @Sendable (CallbackContext?, @escaping @Sendable (CommandState) -> Void) -> Void
         let execute: @Sendable () -> Void
         var state: CommandState = .pending
@@ -71,32 +72,43 @@ public final class Graph: Sendable {
     /// The graph's progress as a fraction, read safely from any thread.
     public var fractionCompleted: Double { ProgressGuard.withLock { progress.fractionCompleted } }
 
-    /// Adds `command`, depending on `dependencies` (commands of the graph or not). Throws a
-    /// `CommandError` for a self-dependency, an edge closing a cycle (named in order), an edge to a
-    /// command already handed to its queue, or adding to a graph already run.
+    /// Adds `command`, depending on `dependencies` (commands of the graph or not), with `weight` units
+    /// of the graph's ``progress``. Throws a `CommandError` for a self-dependency, an edge closing a
+    /// cycle (named in order), an edge to a command already handed to its queue, a negative weight, or
+    /// a graph already run.
+    ///
+    /// Adding a command that is already in the graph adds the edges given and nothing else (one
+    /// node, its progress counted once); it throws, adding nothing, if `weight` differs from the
+    /// first add's. A weight of 0 keeps the command out of the graph's progress (it still runs and
+    /// counts in ``Outcome``); a graph whose weights are all 0 shows its progress complete once it
+    /// finished.
     @discardableResult
     public func add<Output>(
         _ command: Command<Output>, dependsOn dependencies: [Operation] = [], weight: Int64 = 1
     ) throws -> Command<Output> {
         let name = command.displayName
+        let id = ObjectIdentifier(command)
+        guard weight >= 0 else { throw Self.negativeWeight(name, weight) }
         try state.withLock { state in
             if state.started { throw Self.alreadyRun(name) }
+            if let index = state.index[id], state.nodes[index].weight != weight {
+                throw Self.otherWeight(name, weight, first: state.nodes[index].weight)
+            }
         }
         for dependency in dependencies { try command.depend(on: dependency) }
         let node = Node(
-            command: command, name: name,
+            command: command, name: name, weight: weight,
             observe: { context, handler in command.observeState(on: context, handler) },
             execute: { command.start() })
-        state.withLock { state in
-            guard state.index[ObjectIdentifier(command)] == nil else { return }
-            state.index[ObjectIdentifier(command)] = state.nodes.count
+        let added = try state.withLock { state -> Bool in
+            if state.started { throw Self.alreadyRun(name) }
+            // Already there (added before, or by another thread meanwhile): the edges were the point.
+            guard state.index[id] == nil else { return false }
+            state.index[id] = state.nodes.count
             state.nodes.append(node)
+            return true
         }
-        let child = command.progress
-        ProgressGuard.withLock {
-            progress.totalUnitCount += weight
-            progress.addChild(child, withPendingUnitCount: weight)
-        }
+        if added { ProgressGuard.addChild(command.progress, to: progress, weight: weight) }
         return command
     }
 
@@ -186,6 +198,7 @@ public final class Graph: Sendable {
     }
 
     private func finishIfDone() {
+        if state.withLock({ $0.started && $0.ended == $0.expected }) { ProgressGuard.completeIfWeightless(progress) }
         let (outcome, waiters, callbacks) = state.withLock { state in
             guard state.started, state.ended == state.expected, !state.waiters.isEmpty || !state.callbacks.isEmpty
             else { return (nil as Outcome?, [CheckedContinuation<Outcome, Never>](), [@Sendable (Outcome) -> Void]()) }
@@ -211,6 +224,21 @@ public final class Graph: Sendable {
             }
         }
         return Outcome(completed: completed, failed: failed, cancelled: cancelled)
+    }
+
+    private static func otherWeight(_ name: String, _ weight: Int64, first: Int64) -> CommandError {
+        CommandError(
+            code: .invalidArgument, command: name,
+            message: "'\(name)' is already in this graph with weight \(first), and was added again with "
+                + "weight \(weight). A command has one weight: add it again with the same weight (or none) "
+                + "to give it more dependencies.")
+    }
+
+    private static func negativeWeight(_ name: String, _ weight: Int64) -> CommandError {
+        CommandError(
+            code: .invalidArgument, command: name,
+            message: "'\(name)' was added with weight \(weight); a weight is 0 or more "
+                + "(its share of the graph's progress; 0 keeps it out of the progress).")
     }
 
     private static func alreadyRun(_ name: String) -> CommandError {

@@ -13,23 +13,59 @@ public enum RetryDelay: Sendable {
     /// Any wait, from the number of failed attempts.
     case custom(@Sendable (Int) -> Duration)
 
-    /// The wait before the retry that follows failed attempt `attempt` (1-based).
+    /// The wait before the retry that follows failed attempt `attempt` (1-based). Total: it never
+    /// traps. A negative or not-a-number wait is zero; an exponential wait that outgrows `maximum` (or
+    /// what a `Duration` holds) is capped; a jitter outside 0...1 is clamped (not-a-number: none).
+    /// `retry` refuses such arguments up front (see ``invalidReason``).
     public func delay(afterAttempt attempt: Int) -> Duration {
         switch self {
         case .none:
             return .zero
         case .constant(let wait):
-            return wait
+            return max(wait, .zero)
         case .exponential(let initial, let multiplier, let maximum, let jitter):
-            let seconds = Double(initial.components.seconds) + Double(initial.components.attoseconds) / 1e18
-            let grown = min(
-                seconds * pow(multiplier, Double(attempt - 1)),
-                Double(maximum.components.seconds) + Double(maximum.components.attoseconds) / 1e18)
-            let spread = grown * min(max(jitter, 0), 1)
-            return .nanoseconds(Int64((grown - Double.random(in: 0...spread)) * 1e9))
+            let cap = max(Self.seconds(maximum), 0)
+            var grown = max(Self.seconds(initial), 0) * pow(multiplier, Double(max(attempt, 1) - 1))
+            if grown.isNaN || grown > cap { grown = cap }
+            if grown < 0 { grown = 0 }
+            let share = jitter.isNaN ? 0 : min(max(jitter, 0), 1)
+            let spread = grown * share
+            return Self.duration(seconds: spread > 0 ? grown - Double.random(in: 0...spread) : grown)
         case .custom(let wait):
-            return wait(attempt)
+            return max(wait(attempt), .zero)
         }
+    }
+
+    /// Why `retry` refuses this delay (a sentence for its `invalidArgument` error), or nil: a negative
+    /// `constant` or `initial`/`maximum`, a `multiplier` that is negative or not finite, a `jitter`
+    /// that is not a number.
+    public var invalidReason: String? {
+        switch self {
+        case .none, .custom:
+            return nil
+        case .constant(let wait):
+            return wait < .zero ? "a constant delay of \(wait) is negative; use 0 or more" : nil
+        case .exponential(let initial, let multiplier, let maximum, let jitter):
+            if initial < .zero { return "the initial delay \(initial) is negative; use 0 or more" }
+            if maximum < .zero { return "the maximum delay \(maximum) is negative; use 0 or more" }
+            if !multiplier.isFinite || multiplier < 0 {
+                return "the multiplier \(multiplier) is not a finite number of 0 or more (2 doubles each wait)"
+            }
+            if jitter.isNaN { return "the jitter is not a number; use a share of the wait in 0...1" }
+            return nil
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// `seconds` (finite, 0 or more) as a `Duration`, capped at what one holds.
+    private static func duration(seconds: Double) -> Duration {
+        guard seconds > 0 else { return .zero }
+        let whole = seconds.rounded(.down)
+        guard whole < 9.2e18 else { return Duration(secondsComponent: .max, attosecondsComponent: 0) }
+        return Duration(secondsComponent: Int64(whole), attosecondsComponent: Int64((seconds - whole) * 1e18))
     }
 }
 
@@ -39,7 +75,7 @@ extension Command {
     /// *Emits:* every value of every attempt, failed ones included. *Completes:* when an attempt
     /// completes. *Fails:* with the last error after `retries + 1` failed attempts (`retry(0)` never
     /// retries), when `make` throws, or at once with `CommandError/Code/invalidArgument` if
-    /// `retries` is negative. *Cancels:* the running attempt, or the pending wait.
+    /// `retries` is negative or `delay` is invalid (``RetryDelay/invalidReason``). *Cancels:* the running attempt, or the pending wait.
     /// - Parameters:
     ///   - delay: the wait before each retry, measured on `scheduler`.
     public static func retry(
@@ -55,6 +91,13 @@ extension Command {
                             message:
                                 "retry(\(retries)) needs a count of 0 or more (the number of retries after the first attempt)."
                         )))
+            }
+            if let reason = delay.invalidReason {
+                return link.emit(
+                    .failed(
+                        CommandError(
+                            code: .invalidArgument, command: link.node,
+                            message: "retry(\(retries), delay:): \(reason).")))
             }
             @Sendable func attempt(_ number: Int) {
                 let command: Command<Output>

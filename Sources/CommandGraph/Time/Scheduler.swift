@@ -29,8 +29,10 @@ public struct DispatchScheduler: CommandScheduler {
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancelable {
         // Cancelling releases the action at once (and what it captured), not when the timer fires.
         let slot = Locked<(@Sendable () -> Void)?>(action)
-        let nanoseconds = max(
-            0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
+        // Saturating: a delay beyond what nanoseconds in an `Int64` hold (292 years) waits that long.
+        let (whole, overflow) = delay.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, carry) = whole.addingReportingOverflow(delay.components.attoseconds / 1_000_000_000)
+        let nanoseconds = overflow || carry ? (delay < .zero ? 0 : Int64.max) : max(0, sum)
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
             let action = slot.withLock { action -> (@Sendable () -> Void)? in
                 defer { action = nil }
