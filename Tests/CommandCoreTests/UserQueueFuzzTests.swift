@@ -14,7 +14,7 @@ import Testing
 /// The one rule a graph keeps (documented on `Command`): a command the engine runs never depends on a
 /// command that sits in a user's queue (a queue must be the one to start what it holds).
 @Suite(.tags(.stress)) struct UserQueueFuzzTests {
-    static let graphs = StressScale.pick(short: 2_000, long: 50_000)
+    static let graphs = StressScale.pick(short: 2_000, long: 100_000)
 
     @Test func randomGraphs_overUserQueues_endAndRunEachOnce() async {
         let tracker = LeakTracker()

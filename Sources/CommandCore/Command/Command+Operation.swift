@@ -9,7 +9,7 @@ extension Command {
     /// order, `isFinished` last. Never called with the lock held: Foundation reads the flags back
     /// synchronously from `didChangeValue` (and on Linux a queue schedules its next operation there).
     ///
-    /// The only place in the library that posts KVO (`scripts/check-portability.sh` checks it).
+    /// The only place in the library that posts KVO (`scripts/check-kvo.sh` checks it).
     func publish(_ keys: FaceKeys, _ apply: (inout OperationFace) -> Void) {
         let names = keys.names
         for name in names { willChangeValue(forKey: name) }
@@ -64,15 +64,34 @@ extension Command {
         if ready { repostReadiness() }
     }
 
-    /// Posts the `isReady` pair once more, after a hop. Foundation's `OperationQueue` reads a new
-    /// operation's `isReady` before it adopts the operation; a change posted in between reaches no
-    /// queue, and the queue keeps the stale `false` until something else makes it look again (a race
-    /// of Foundation's own, plain operations included: on Linux it can leave a ready operation waiting
-    /// forever). The second post, once the queue has adopted the command, closes that window. Only for
-    /// a command whose readiness is tracked (one a queue of yours holds).
-    private func repostReadiness() {
-        DispatchQueue.global().async { [self] in publish(.ready) { _ in } }
+    /// Posts the `isReady` pair again, after a hop, and again with a short backoff until something
+    /// started the command or it finished. Foundation's `OperationQueue` reads a new operation's
+    /// `isReady` before it adopts the operation; a change posted in between reaches no queue, and the
+    /// queue keeps the stale `false` until something else makes it look again (a race of Foundation's
+    /// own, plain operations included, and of Apple's queue: ProcedureKit #755/#756; on Linux it can
+    /// leave a ready operation waiting forever). A single repost could land before the adoption too;
+    /// these land at about 0, 1, 4, 16, 64 and 256 ms, then stop (a queue that is suspended, or full,
+    /// reads `isReady` again by itself when it resumes or a slot frees). Only for a command whose
+    /// readiness is tracked (one a queue of yours holds).
+    private func repostReadiness(attempt: Int = 0) {
+        let again: @Sendable () -> Void = { [self] in
+            let waiting = machine.withLock {
+                !$0.startedExternally && !$0.face.finished && !$0.face.executing && $0.face.tracking == .on
+            }
+            guard waiting else { return }
+            publish(.ready) { _ in }
+            if attempt < Self.repostBackoff.count - 1 { repostReadiness(attempt: attempt + 1) }
+        }
+        let delay = Self.repostBackoff[attempt]
+        if delay == 0 {
+            DispatchQueue.global().async(execute: again)
+        } else {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay), execute: again)
+        }
     }
+
+    /// The delays of the `isReady` reposts, in milliseconds.
+    private static var repostBackoff: [Int] { [0, 1, 4, 16, 64, 256] }
 
     /// `isReady`: cancelled, or every dependency finished; and, in a queue of the user's, Foundation's
     /// own answer (`super.isReady`), as Apple asks of an override.

@@ -1,0 +1,2 @@
+nonisolated func f() {}
+struct A { nonisolated var x: Int { 1 } }

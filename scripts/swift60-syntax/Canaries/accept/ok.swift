@@ -1,0 +1,2 @@
+func f() -> some Sendable { 1 }
+let x = 1

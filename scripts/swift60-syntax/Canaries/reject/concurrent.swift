@@ -1,0 +1,1 @@
+@concurrent func f() async {}

@@ -1,0 +1,1 @@
+let a: InlineArray<3, Int> = [1, 2, 3]

@@ -1,0 +1,1 @@
+extension S: @MainActor P {}

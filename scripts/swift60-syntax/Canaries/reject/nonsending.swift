@@ -1,0 +1,1 @@
+nonisolated(nonsending) func f() async {}

@@ -1,0 +1,1 @@
+func f(_ s: Span<Int>) {}

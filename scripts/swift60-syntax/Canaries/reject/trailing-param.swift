@@ -1,0 +1,1 @@
+func f(a: Int, b: Int,) {}

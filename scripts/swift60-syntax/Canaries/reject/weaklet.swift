@@ -1,0 +1,1 @@
+final class A { weak let x: AnyObject? }
