@@ -84,14 +84,14 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect {
             try graph.add(b, weight: 3)
         } throws: { error in
-            let error = error as? CommandError
-            return error?.code == .invalidArgument && error?.command == "b" && error?.message.contains("weight 1") == true
+            guard let error = error as? CommandError else { return false }
+            return error.code == .invalidArgument && error.command == "b" && error.message.contains("weight 1")
         }
         #expect {
             try graph.add(node("c", log: log), weight: -1)
         } throws: { error in
-            let error = error as? CommandError
-            return error?.code == .invalidArgument && error?.command == "c" && error?.message.contains("0 or more") == true
+            guard let error = error as? CommandError else { return false }
+            return error.code == .invalidArgument && error.command == "c" && error.message.contains("0 or more")
         }
         #expect(graph.commands.count == 2)
         try graph.run(on: .immediate)

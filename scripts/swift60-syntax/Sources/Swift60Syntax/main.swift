@@ -29,7 +29,9 @@ final class Newer: SyntaxVisitor {
     }
 
     override func visit(_ node: FunctionParameterListSyntax) -> SyntaxVisitorContinueKind {
-        if node.last?.trailingComma != nil { report(node.last!, "a trailing comma in a parameter list needs Swift 6.1") }
+        if node.last?.trailingComma != nil {
+            report(node.last!, "a trailing comma in a parameter list needs Swift 6.1")
+        }
         return .visitChildren
     }
 
