@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Every KVO post of the library goes through one helper, `publish(_:_:)` in
-# Sources/CommandCore/Command/Command+Operation.swift, which brackets each change with a
+# Sources/CommandCore/OperationFace/Command+OperationFace.swift, which brackets each change with a
 # willChangeValue/didChangeValue pair. On Linux `willChangeValue` does nothing, so no test can catch a
 # missing one; on Apple platforms an OperationQueue needs both. This check fails on any other call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-helper=Sources/CommandCore/Command/Command+Operation.swift
+helper=Sources/CommandCore/OperationFace/Command+OperationFace.swift
 status=0
 others=$(grep -rnE '(will|did)ChangeValue\(' Sources --include='*.swift' | grep -v "^$helper:" | grep -vE '^[^:]+:[0-9]+:\s*//' || true)
 if [ -n "$others" ]; then

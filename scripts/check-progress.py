@@ -6,7 +6,7 @@ parents included; an observer that reads a command's state or cancels it takes t
 lock, so a change made under it deadlocks. The rule, checked here over Sources/:
 
 1. `Progress` is changed (`completedUnitCount =`, `totalUnitCount =`/`+=`, `addChild(`) only in
-   Sources/CommandCore/ProgressGuard.swift;
+   Sources/CommandCore/Platform/ProgressGuard.swift;
 2. its changing functions (`ProgressGuard.report/complete/addChild/completeIfWeightless`) are
    called neither from a state machine (`*StateMachine*.swift`: every method runs under the lock)
    nor inside a `withLock` body (other than `ProgressGuard.withLock`, the progress lock itself).
