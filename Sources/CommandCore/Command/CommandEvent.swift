@@ -72,36 +72,3 @@ public enum CommandState: Sendable, CustomStringConvertible {
         }
     }
 }
-
-/// How a command ended; the non-generic part of a terminal event, shared with dependents.
-enum Outcome: Sendable {
-    case completed
-    case failed(any Error)
-    case cancelled(CommandError)
-
-    var isSuccess: Bool {
-        if case .completed = self { return true }
-        return false
-    }
-
-    var isCancelled: Bool {
-        if case .cancelled = self { return true }
-        return false
-    }
-
-    var state: CommandState {
-        switch self {
-        case .completed: return .completed
-        case .failed(let error): return .failed(error)
-        case .cancelled(let error): return .cancelled(error)
-        }
-    }
-
-    func event<Output>(_: Output.Type = Output.self) -> CommandEvent<Output> {
-        switch self {
-        case .completed: return .completed
-        case .failed(let error): return .failed(error)
-        case .cancelled(let error): return .cancelled(error)
-        }
-    }
-}

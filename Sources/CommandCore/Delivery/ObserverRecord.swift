@@ -1,0 +1,111 @@
+import Foundation
+
+// An observer as the command keeps it, and what the delivery half of the state machine returns.
+
+/// One observer of a command: where its callbacks run, what it wants and how far it got.
+/// What an observer is given, as passed to `attach` (only there: the record keeps a ``SinkBox``).
+enum ObserverSink<Output: Sendable>: Sendable {
+    case events(@Sendable (CommandEvent<Output>) -> Void)
+    case states(@Sendable (CommandState) -> Void)
+    /// A combinator's fast path: values as they are, the terminal event as an event.
+    case values(@Sendable (Output) -> Void, terminal: @Sendable (CommandEvent<Output>) -> Void)
+}
+
+/// An observer's handlers, boxed so that ``ObserverRecord`` is not generic: the records are read and
+/// written on every value, and a generic record (`ObserverRecord<Output>`) costs a metadata look-up
+/// in the runtime's hash table on each access from the unspecialised `Command<Output>` (three per
+/// value per stage in a `map` chain, measured with callgrind). The box is cast back with
+/// `unsafeDowncast` by the command that made it, which knows its `Output`.
+final class SinkBox<Output: Sendable>: Sendable {
+    /// Every event (`execute`, `observe`).
+    let events: (@Sendable (CommandEvent<Output>) -> Void)?
+    /// Values only, for a combinator consuming this command; `events` then gets only the terminal.
+    let values: (@Sendable (Output) -> Void)?
+    let states: (@Sendable (CommandState) -> Void)?
+
+    init(_ sink: ObserverSink<Output>) {
+        switch sink {
+        case .events(let handler): (events, values, states) = (handler, nil, nil)
+        case .states(let handler): (events, values, states) = (nil, nil, handler)
+        case .values(let handler, let terminal): (events, values, states) = (terminal, handler, nil)
+        }
+    }
+
+    /// Delivers a value: to the value handler, else as an event.
+    @inline(__always)
+    func deliver(_ value: Output) {
+        if let values { values(value) } else { deliverAsEvent(value) }
+    }
+
+    /// Out of line, so the value path does not fetch `CommandEvent<Output>`'s metadata.
+    @inline(never)
+    func deliverAsEvent(_ value: Output) { events?(.value(value)) }
+
+    /// The terminal event; out of line for the same reason.
+    @inline(never)
+    func deliver(_ outcome: Outcome) { events?(outcome.event()) }
+}
+
+/// What a drain delivers next. Not generic, and not nested in the generic state machine (which would
+/// make it generic: a metadata look-up per value; see ``SinkBox``): a value is moved into the drain's
+/// slot instead of carried here.
+enum Delivery {
+    /// The value now in the slot, for the ``SinkBox`` `box`; `more`: something else already waits
+    /// for this observer.
+    case value(box: AnyObject, more: Bool)
+    case terminal(Outcome, box: AnyObject)
+    case state(CommandState, box: AnyObject)
+    /// Nothing left: the drain stops (and the observer is no longer scheduled).
+    case idle
+}
+
+struct ObserverRecord: Sendable {
+    /// Events (values and the terminal event) or state changes.
+    enum Kind: Sendable { case events, states }
+
+    let id: UInt64
+    let context: CallbackContext
+    let kind: Kind
+    /// A ``SinkBox`` of the command's `Output`.
+    let sink: any AnyObject & Sendable
+    /// Absolute index in the value log of the next value to deliver.
+    var cursor: Int
+    /// A drain is scheduled or running on `context`; at most one at a time, which is what keeps
+    /// deliveries ordered and never overlapping.
+    var scheduled = false
+    /// For state observers: `.executing` was delivered.
+    var sentExecuting = false
+}
+
+/// A drain to schedule: the observer and its context, and for an `.immediate` observer the
+/// command's drain function (made once per command: scheduling allocates nothing per value).
+struct Wakeup: Sendable {
+    let observer: UInt64
+    let context: CallbackContext
+    let drain: (@Sendable (UInt64) -> Void)?
+}
+
+/// An observer claimed for a value as it was sent, to be delivered in place (see
+/// `CommandStateMachine.send(_:claimInPlace:)`); its ``SinkBox`` and id.
+struct DirectClaim {
+    let observer: UInt64
+    let box: AnyObject
+}
+
+/// The drains to schedule after a change: the first inline, so waking one observer (the common
+/// case: a stage of a chain) allocates nothing.
+struct Wakeups: Sendable {
+    private(set) var first: Wakeup?
+    private(set) var rest: [Wakeup] = []
+
+    init() {}
+
+    init(_ wakeup: Wakeup?) { first = wakeup }
+
+    var isEmpty: Bool { first == nil }
+    var count: Int { first == nil ? 0 : 1 + rest.count }
+
+    mutating func append(_ wakeup: Wakeup) {
+        if first == nil { first = wakeup } else { rest.append(wakeup) }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+
+// The dependency half of the state machine: edges, the execute walk that claims and registers a
+// command, and its dependencies' endings.
+extension CommandStateMachine {
+    // MARK: - Dependencies
+
+    mutating func addDependency(
+        _ operation: Operation, isSelf: Bool, typeName: @autoclosure () -> String
+    ) -> AddDependencyAction {
+        if dependencyIDs.contains(ObjectIdentifier(operation)) { return .duplicate }
+        if isSelf {
+            switch lifecycle {
+            case .pending, .claimed:
+                // Recorded; the command fails with it when executed.
+                if misuse == nil { misuse = .selfDependency(name ?? typeName()) }
+                return .none
+            case .endedBeforeStart, .finished:
+                return .ignoredFinished
+            case .waiting, .enqueued, .executing:
+                return .failNow(.selfDependency(name ?? typeName()))
+            }
+        }
+        switch lifecycle {
+        case .pending, .claimed:
+            dependencies.append(operation)
+            dependencyIDs.insert(ObjectIdentifier(operation))
+            return .none
+        case .waiting(let remaining):
+            dependencies.append(operation)
+            dependencyIDs.insert(ObjectIdentifier(operation))
+            lifecycle = .waiting(remaining: remaining + 1)
+            return .registerLate
+        case .enqueued, .executing:
+            return .failAfterStart
+        case .endedBeforeStart, .finished:
+            return .ignoredFinished
+        }
+    }
+
+    /// Claimed by an execute walk or waiting for dependencies: executed, not yet handed over.
+    var isExecutedAndWaiting: Bool {
+        switch lifecycle {
+        case .claimed, .waiting: return true
+        default: return false
+        }
+    }
+
+    /// Whether a dependency added now is still waited for (before the command is handed to its queue).
+    var acceptsDependencies: Bool {
+        switch lifecycle {
+        case .pending, .claimed, .waiting: return true
+        default: return false
+        }
+    }
+
+    /// An edge was refused (it would close a cycle): a pending command fails with `error` when it is
+    /// executed; a waiting one fails now.
+    mutating func refuse(_ error: CommandError) -> Ending? {
+        switch lifecycle {
+        case .pending, .claimed:
+            if misuse == nil { misuse = error }
+            return nil
+        case .waiting:
+            return end(.failed(error))
+        default:
+            return nil
+        }
+    }
+
+    enum Removal: Sendable { case removed, absent, refused }
+
+    /// Removes an edge; only before execute.
+    mutating func removeDependency(_ operation: Operation) -> Removal {
+        guard case .pending = lifecycle else { return .refused }
+        guard dependencyIDs.remove(ObjectIdentifier(operation)) != nil else { return .absent }
+        dependencies.removeAll { $0 === operation }
+        return .removed
+    }
+
+    /// Empties the edge list (when the command is released).
+    @inline(__always)
+    mutating func takeDependencies() -> [Operation] {
+        defer {
+            dependencies = []
+            dependencyIDs = []
+        }
+        return dependencies
+    }
+
+    /// Registers a dependent, or returns this command's outcome if it already ended.
+    @inline(__always)
+    mutating func addDependent(_ node: any DependencyNode) -> Registration {
+        if let outcome { return .ended(outcome) }
+        dependents.append(node)
+        if case .pending = lifecycle { return .registered(pending: true) }
+        return .registered(pending: false)
+    }
+
+    // MARK: - The execute walk
+
+    @inline(__always)
+    mutating func claim(walk: UInt64) -> Claim {
+        switch lifecycle {
+        case .pending:
+            lifecycle = .claimed(walk: walk, onStack: true)
+            return .claimed(dependencies)
+        case .claimed(let owner, let onStack) where owner == walk:
+            return onStack ? .onStack : .notPending
+        case .endedBeforeStart(let outcome) where queue.holder == nil:
+            // Cancelled before anything started it: executing it is starting it, so it finishes now.
+            lifecycle = .finished(outcome)
+            return .finishedNow
+        default:
+            return .notPending
+        }
+    }
+
+    @inline(__always)
+    mutating func leaveStack(walk: UInt64) {
+        if case .claimed(walk, true) = lifecycle { lifecycle = .claimed(walk: walk, onStack: false) }
+    }
+
+    enum Registering: Sendable {
+        /// Register with these dependencies (the count includes a hold to release after).
+        case register([Operation])
+        /// Ready at once (no dependency): hand it to `queue`.
+        case enqueue(OperationQueue)
+        /// Ready at once and started by `start()`: run it in that call if it is still on the stack.
+        case startedReady
+        /// Ready at once, to a queue the engine makes: through ``Admission``.
+        case admission
+        /// Ready at once, a combinator node: run it in place.
+        case inPlace
+        /// Fail with this misuse (a self-dependency).
+        case fail(CommandError)
+        /// Ended meanwhile, or not this walk's.
+        case none
+    }
+
+    /// Phase two of the walk in one step: the common case of a command without dependencies goes
+    /// straight to its queue (one lock round trip instead of four).
+    @inline(__always)
+    mutating func register(walk: UInt64, admitting: Bool, makeQueue: () -> OperationQueue) -> Registering {
+        guard case .claimed(walk, _) = lifecycle else { return .none }
+        if let misuse { return .fail(misuse) }
+        timing.executedAt = CommandTiming.now
+        if dependencies.isEmpty {
+            lifecycle = .enqueued
+            timing.readyAt = timing.executedAt
+            if startedExternally { return .startedReady }
+            if queue.inPlace && queue.isEngineMade {
+                queue.handedOver = true
+                return .inPlace
+            }
+            if admitting && queue.isEngineMade { return .admission }
+            return .enqueue(handOver(makeQueue: makeQueue))
+        }
+        lifecycle = .waiting(remaining: dependencies.count + 1)
+        return .register(dependencies)
+    }
+    /// A dependency (or the registration hold, with `.completed`) finished.
+    @inline(__always)
+    mutating func dependencyFinished(
+        _ dependencyOutcome: Outcome, dependencyName: String, typeName: @autoclosure () -> String,
+        isHold: Bool = false
+    ) -> ReadyAction {
+        guard case .waiting(let remaining) = lifecycle else {
+            switch lifecycle {
+            case .endedBeforeStart, .finished: return .none
+            // Already handed over (with runOnFirstSuccess, before its other dependencies finished):
+            // a later dependency's end changes nothing.
+            case .enqueued, .executing:
+                return .none
+            case .pending, .claimed, .waiting:
+                preconditionFailure("CommandStateMachine: dependency finished in state \(lifecycle)")
+            }
+        }
+        let failure: CommandError?
+        switch dependencyOutcome {
+        case .completed: failure = nil
+        case .failed(let error):
+            failure = .dependencyFailed(name ?? typeName(), dependency: dependencyName, error: error)
+        case .cancelled:
+            failure = .dependencyCancelled(name ?? typeName(), dependency: dependencyName)
+        }
+        switch dependencyPolicy {
+        case .cancelIfAnyFails:
+            if let failure { return .ended(end(.cancelled(failure))) }
+        case .runRegardless:
+            break
+        case .runOnFirstSuccess:
+            if let failure {
+                lastDependencyFailure = failure
+            } else if !isHold {
+                return ready()
+            }
+            if remaining == 1, dependencies.count > 0, let last = lastDependencyFailure {
+                // Every dependency ended without success.
+                return .ended(end(.cancelled(last)))
+            }
+        }
+        if remaining > 1 {
+            lifecycle = .waiting(remaining: remaining - 1)
+            return .none
+        }
+        return ready()
+    }
+
+    @inline(__always)
+    mutating func ready() -> ReadyAction {
+        lifecycle = .enqueued
+        timing.readyAt = CommandTiming.now
+        return .enqueue(external: startedExternally)
+    }
+}

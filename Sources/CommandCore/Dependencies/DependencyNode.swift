@@ -1,0 +1,101 @@
+import Foundation
+
+// What a command is to its neighbours in a graph, and what the dependency half of the state machine
+// returns.
+
+/// A command seen by its dependencies and dependents, whatever its output type.
+protocol DependencyNode: AnyObject, Sendable {
+    /// Called once by each dependency this node registered with, when that dependency ends.
+    /// Returns the dependents of this node to notify in turn if this node ended because of it (so a
+    /// failure propagates down a million-deep chain with a loop, not with recursion).
+    ///
+    /// `lane`: whether this node may take a lane queue if it becomes ready (see `QueuePool`); set to
+    /// false when it took it.
+    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, lane: inout Bool)
+        -> Propagation?
+    /// Registers `node` to be told when this one ends.
+    func addDependent(_ node: any DependencyNode) -> Registration
+    /// Executes this node (and its pending dependencies) if it is pending.
+    func executeGraph()
+    /// The current dependency edges.
+    var dependencySnapshot: [Operation] { get }
+    /// The walk step of `execute`: see ``CommandStateMachine/claim(walk:)``.
+    func claim(walk: UInt64) -> Claim
+    /// The walk left this node (all its dependencies were walked).
+    func leaveStack(walk: UInt64)
+    /// Second phase of the walk: registers with the dependencies and enqueues when ready.
+    func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode]
+    /// `name`, else the type.
+    var displayName: String { get }
+    /// The order the command was created in.
+    var creationOrder: UInt64 { get }
+    /// Registers `node` to be told (``faceDependencyDidFinish()``) when this command publishes
+    /// `isFinished`; false if it already did.
+    func addFaceWatcher(_ node: any DependencyNode) -> Bool
+    /// Unregisters `node`; false if it was not waiting any more.
+    func removeFaceWatcher(_ node: any DependencyNode) -> Bool
+    /// A dependency that is a command published `isFinished`: readiness for a user's queue.
+    func faceDependencyDidFinish()
+}
+
+/// What a node that just ended hands to the propagation loop.
+struct Propagation: Sendable {
+    let outcome: Outcome
+    let source: any DependencyNode
+    let dependents: [any DependencyNode]
+}
+
+/// The answer of a dependency to a dependent registering with it.
+enum Registration: Sendable {
+    /// Registered; `pending`: the dependency has not been executed yet, so the caller must execute it.
+    case registered(pending: Bool)
+    /// The dependency already ended.
+    case ended(Outcome)
+}
+
+/// The answer of a node to the execute walk.
+enum Claim: Sendable {
+    /// The node was pending and now belongs to this walk; these are its dependencies.
+    case claimed([Operation])
+    /// The node belongs to this walk and is on the walk's stack: the edge just followed closes a cycle.
+    case onStack
+    /// Already executed (by this walk or another), running or finished: do not descend.
+    case notPending
+    /// It had ended before anything started it (a cancel); the walk starts it, so it publishes
+    /// `isFinished` now. Do not descend.
+    case finishedNow
+}
+
+// Non-generic, like every value the state machine returns: a generic nested type costs a metadata
+// look-up per use in the unspecialised `Command<Output>`.
+
+enum AddDependencyAction: Sendable {
+    case none
+    /// Added while waiting: register with it (after a cycle check) and count it.
+    case registerLate
+    /// Too late: fail the command (it was handed to its queue already).
+    case failAfterStart
+    /// The command has ended; the edge is ignored.
+    case ignoredFinished
+    /// Already a dependency.
+    case duplicate
+    /// A misuse that fails the command now (a self-dependency once executed).
+    case failNow(CommandError)
+}
+
+enum ReadyAction: Sendable {
+    case none
+    /// Hand the command to its queue (`external`: with a trampoline, the command being already
+    /// held by a queue that started it).
+    case enqueue(external: Bool)
+    /// Ended because of a dependency.
+    case ended(Ending)
+}
+
+/// A weak reference to an operation (an edge kept for pictures, not for lifetime).
+final class WeakOperation: Sendable {
+    // Written once in init, only read afterwards (the runtime's weak loads are thread-safe); not
+    // `weak let`, which needs Swift 6.2.3.
+    nonisolated(unsafe) weak var operation: Operation?
+    init(_ operation: Operation) { self.operation = operation }
+}

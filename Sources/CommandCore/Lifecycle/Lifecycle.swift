@@ -1,0 +1,84 @@
+import Foundation
+
+// Where a command is in its life, how it ended, and what an ending leaves to do once the lock is
+// released.
+
+/// Where a command is in its life (see ``CommandStateMachine``); not generic, so unspecialised code
+/// pays no metadata lookup for it.
+enum Lifecycle: Sendable {
+    case pending
+    /// Owned by the execute walk `walk`; `onStack` while its dependencies are being walked.
+    case claimed(walk: UInt64, onStack: Bool)
+    /// Registered with its dependencies; `remaining` of them (plus one hold while registering)
+    /// have not finished.
+    case waiting(remaining: Int)
+    /// Handed to its queue; `start()` not called yet.
+    case enqueued
+    case executing
+    /// Ended (cancelled) before anything started or executed it: like a cancelled Foundation
+    /// operation, `isFinished` turns true when something starts it (the queue holding it, `start()`,
+    /// `execute`).
+    case endedBeforeStart(Outcome)
+    case finished(Outcome)
+}
+
+/// How a command ended; the non-generic part of a terminal event, shared with dependents.
+enum Outcome: Sendable {
+    case completed
+    case failed(any Error)
+    case cancelled(CommandError)
+
+    var isSuccess: Bool {
+        if case .completed = self { return true }
+        return false
+    }
+
+    var isCancelled: Bool {
+        if case .cancelled = self { return true }
+        return false
+    }
+
+    var state: CommandState {
+        switch self {
+        case .completed: return .completed
+        case .failed(let error): return .failed(error)
+        case .cancelled(let error): return .cancelled(error)
+        }
+    }
+
+    func event<Output>(_: Output.Type = Output.self) -> CommandEvent<Output> {
+        switch self {
+        case .completed: return .completed
+        case .failed(let error): return .failed(error)
+        case .cancelled(let error): return .cancelled(error)
+        }
+    }
+}
+
+// Non-generic, like every value the state machine returns: a generic nested type costs a metadata
+// look-up per use in the unspecialised `Command<Output>`.
+
+enum RunReturnAction: Sendable {
+    case keep
+    /// The command was cancelled while `run` ran: cancel what it returned.
+    case cancel
+    /// The command already ended otherwise: drop it.
+    case drop
+}
+
+/// Everything to do after a command ended, outside the lock.
+struct Ending: Sendable {
+    let outcome: Outcome
+    /// Was executing: post `isExecuting` as well.
+    let wasExecuting: Bool
+    /// Post `isFinished` now (false while a queue still has to start it).
+    let postFinished: Bool
+    /// Cancel this (the run's cancelable) when the ending is a cancel.
+    let cancelable: (any Cancelable)?
+    let dependents: [any DependencyNode]
+    let wakeups: Wakeups
+    /// A combinator's inputs, released (with a loop) once the ending was performed.
+    let inputs: [Operation]
+    /// The command's progress, completed after the lock is released (see ``ProgressGuard``).
+    let progress: Progress?
+}

@@ -1,0 +1,127 @@
+import Dispatch
+import Foundation
+
+// From ready to running: a ready command is handed to its queue (through `Admission`, on a lane, or
+// in place for a combinator node), and `begin` runs it there.
+extension Command {
+    func begin(external: Bool) {
+        // The engine's own queue calling `start()` on the command object it was given is the engine's
+        // start, not a caller's.
+        let current = external ? OperationQueue.current : nil
+        let (action, slot) = machine.withLock { machine in
+            let holding = current.map(ObjectIdentifier.init) == machine.queue.holder && current != nil
+            return (machine.start(external: external, startedByHoldingQueue: holding), machine.takeAdmission())
+        }
+        // The slot goes to the next command waiting for one before this one runs.
+        if let slot { Admission.started(slot: slot) }
+        switch action {
+        case .none:
+            return
+        case .postFinished:
+            publishFinished()
+        case .execute:
+            executeGraph()
+        case .run(let body, let wakeups):
+            runNow(body: body, wakeups: wakeups)
+        }
+    }
+
+    private func runNow(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: Wakeups) {
+        publish(.executing) { $0.executing = true }
+        if !wakeups.isEmpty {
+            schedule(wakeups)
+        }
+        // A state observer (or another thread) may have cancelled it already: then `run` is not called.
+        let cancelled = machine.withLock { $0.isCancelled }
+        let returned = cancelled ? nil : run(CommandResult(self, body: body))
+        var (action, release) = machine.withLock { $0.runReturned(returned) }
+        switch action {
+        case .keep, .drop: break
+        case .cancel: returned?.cancel()
+        }
+        if !release.isEmpty { DeferredRelease.release(&release) }
+    }
+
+    /// Makes the command's own queue, with its quality of service.
+    var queueMaker: () -> OperationQueue { queueMaker(lane: false) }
+
+    /// Makes the command's own queue: a lane queue if it continues the work of the dependency that
+    /// just ended on this thread (see `QueuePool`).
+    func queueMaker(lane: Bool) -> () -> OperationQueue {
+        let qualityOfService = qualityOfService
+        return { QueuePool.take(qualityOfService, lane: lane) }
+    }
+
+    /// Hands the ready command to its queue (through ``Admission`` unless it continues on a lane); a
+    /// command made ready inside its own `start()` runs there instead.
+    func enqueue(external: Bool, lane: Bool = false) {
+        if external && isBeingStartedHere { return runInStart() }
+        let makeQueue = queueMaker(lane: lane)
+        let admitting = !lane && !InlineExecution.isOn
+        switch machine.withLock({ $0.handOver(makeQueue: makeQueue, admitting: admitting) }) {
+        case .queue(let queue): enqueue(on: queue)
+        case .admission: admit()
+        case .inPlace: runInPlace()
+        }
+    }
+
+    /// Runs a ready combinator node on this thread, through the wiring trampoline: its run subscribes
+    /// to its inputs, which are combinators too in a chain, so nested runs are queued, not nested (a
+    /// 10,000-stage chain is wired at constant stack depth), and all done before the outermost call
+    /// (an `execute`) returns.
+    func runInPlace() {
+        Trampoline.wiring.run { [self] in begin(external: false) }
+    }
+
+    /// Marks this command as a combinator node whose run only subscribes to its inputs: it runs in
+    /// place once ready (see `CommandStateMachine.QueueSettings.inPlace`). Set before executing.
+    package func runsInPlace() {
+        machine.withLock { $0.queue.inPlace = true }
+    }
+
+    /// Takes an admission slot, or waits in the backlog for one.
+    func admit() {
+        let slot = qualityOfService.rawValue
+        if Admission.admit(self, slot: slot), !handOverAdmitted(slot: slot) { Admission.started(slot: slot) }
+    }
+
+    /// Schedules the run on `queue`, which the engine made or was assigned. The engine adds the command
+    /// object itself only when no queue can hold it yet (nobody read `isReady`, which every queue reads
+    /// when it is given an operation); otherwise a queue of the user's may hold it (Foundation traps on a
+    /// second enqueue), so a small block operation calls `begin`, which runs it unless a `start()`
+    /// claimed it first.
+    @discardableResult
+    func enqueue(on queue: OperationQueue) -> Bool {
+        if InlineExecution.isOn {
+            begin(external: false)
+            return true
+        }
+        // Nobody asked this command's `isReady`: no `OperationQueue` holds it (a queue asks when it is
+        // given an operation), so the command itself goes to the engine's queue (one operation fewer per
+        // run). Otherwise a queue of yours may hold it, and a block runs it.
+        // A command that ended meanwhile (cancelled while waiting for an admission slot) has nothing
+        // left to run: it finished when it ended.
+        let route = machine.withLock { machine -> HandOverRoute in
+            guard machine.outcome == nil else { return .none }
+            guard machine.face.tracking == .off else { return .block }
+            machine.queue.holder = ObjectIdentifier(queue)
+            return .object
+        }
+        switch route {
+        case .object: queue.addOperation(self)
+        case .block: queue.addOperation(StartOperation { [self] in begin(external: false) })
+        case .none: return false
+        }
+        return true
+    }
+}
+
+/// How the engine hands a ready command to its queue (see `Command.enqueue(on:)`).
+enum HandOverRoute {
+    /// Add the command object itself: no queue can hold it yet.
+    case object
+    /// Add a block that starts it: a queue of the user's may hold it.
+    case block
+    /// It ended meanwhile: nothing to run.
+    case none
+}

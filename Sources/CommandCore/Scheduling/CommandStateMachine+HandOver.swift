@@ -1,0 +1,89 @@
+import Foundation
+
+// The hand-over half of the state machine: where a ready command goes (its queue, an admission slot,
+// or in place) and the queue it is given.
+extension CommandStateMachine {
+    /// The command's queue settings (not part of the lifecycle, but guarded by the same lock).
+    struct QueueSettings: Sendable {
+        var queue: OperationQueue?
+        var ownsQueue = true
+        /// `queue` is the user's queue that called `start()` and runs the command: let go of it when
+        /// the command ends (a command must not keep its caller's queue alive).
+        var borrowed = false
+        /// The engine queue the command object itself was added to: that queue's `start()` runs it,
+        /// and an ending before then waits for it (Foundation requires the queue to start it). Kept
+        /// after `queue` is given back to the pool.
+        var holder: ObjectIdentifier?
+        /// The queue came from (and goes back to) the ``QueuePool``.
+        var pooled = false
+        var underlying: DispatchQueue?
+        /// The command was handed to `queue`: replacing it now has no effect.
+        var handedOver = false
+        /// The ``Admission`` slot (a quality of service) the command holds until it starts.
+        var admission: Int?
+        /// A combinator node: its run only subscribes to its inputs, so once ready it runs in place on
+        /// the thread that made it ready (through ``Trampoline/wiring``) instead of on a queue, unless
+        /// a queue or underlying queue was assigned. Its observers are wired before `execute` returns.
+        var inPlace = false
+        /// No queue was assigned or made yet and no underlying queue set: the command will run on
+        /// a queue the engine makes, so it goes through ``Admission``.
+        var isEngineMade: Bool { queue == nil && underlying == nil }
+    }
+
+    /// How a ready command reaches its queue.
+    enum HandOver: Sendable {
+        /// Add it to this queue now.
+        case queue(OperationQueue)
+        /// Ask ``Admission`` for a slot first; no queue was made yet.
+        case admission
+        /// Run it in place (a combinator node; see ``QueueSettings/inPlace``).
+        case inPlace
+    }
+
+    /// The queue to hand the command to (made if needed, marked handed over), or, when `admitting`
+    /// and the engine makes the queue, ``HandOver/admission`` and nothing made yet.
+    @inline(__always)
+    mutating func handOver(makeQueue: () -> OperationQueue, admitting: Bool) -> HandOver {
+        if queue.inPlace && queue.isEngineMade && !startedExternally {
+            queue.handedOver = true
+            return .inPlace
+        }
+        if admitting && queue.isEngineMade && !startedExternally { return .admission }
+        return .queue(handOver(makeQueue: makeQueue))
+    }
+
+    /// Admitted with `slot`: the queue to hand the command to.
+    @inline(__always)
+    mutating func handOverAdmitted(slot: Int, makeQueue: () -> OperationQueue) -> OperationQueue {
+        queue.admission = slot
+        return handOver(makeQueue: makeQueue)
+    }
+
+    /// The admission slot held, released when the command starts.
+    @inline(__always)
+    mutating func takeAdmission() -> Int? {
+        defer { queue.admission = nil }
+        return queue.admission
+    }
+
+    /// The queue to hand the command to, made if needed; marks it handed over.
+    @inline(__always)
+    mutating func handOver(makeQueue: () -> OperationQueue) -> OperationQueue {
+        queue.handedOver = true
+        if let existing = queue.queue { return existing }
+        let made: OperationQueue
+        if let underlying = queue.underlying {
+            // The user's dispatch queue: a plain queue of our own, not pooled.
+            made = QueuePool.queue(on: underlying)
+            queue.pooled = false
+        } else {
+            made = makeQueue()
+            queue.pooled = true
+        }
+        if let name { made.name = name }
+        queue.queue = made
+        queue.ownsQueue = true
+        return made
+    }
+
+}
