@@ -61,7 +61,7 @@ import Testing
 
         // A queue the user assigned: straight to it, no slot.
         var assigned = Machine()
-        assigned.queue.queue = OperationQueue()
+        assigned.queue.executeQueue = OperationQueue()
         assigned.queue.ownsQueue = false
         _ = assigned.claim(walk: 2)
         assigned.leaveStack(walk: 2)
@@ -115,7 +115,7 @@ import Testing
         guard case .none = machine.dependencyFinished(.completed, dependencyName: "a", typeName: "T") else {
             Issue.record("enqueued too early"); return
         }
-        guard case .enqueue = machine.dependencyFinished(.completed, dependencyName: "b", typeName: "T") else {
+        guard case .handOver = machine.dependencyFinished(.completed, dependencyName: "b", typeName: "T") else {
             Issue.record("not enqueued"); return
         }
     }

@@ -238,7 +238,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         get {
             let makeQueue = queueMaker
             return machine.withLock { machine in
-                if let queue = machine.queue.queue { return queue }
+                if let queue = machine.queue.executeQueue { return queue }
                 // Not pooled afterwards: whoever asked may keep it and add operations later.
                 let queue: OperationQueue
                 if let underlying = machine.queue.underlying {
@@ -247,7 +247,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
                     queue = makeQueue()
                 }
                 if let name = machine.name { queue.name = name }
-                machine.queue.queue = queue
+                machine.queue.executeQueue = queue
                 machine.queue.ownsQueue = true
                 return queue
             }
@@ -255,7 +255,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         set {
             let late = machine.withLock { machine -> Bool in
                 if machine.queue.handedOver { return true }
-                machine.queue.queue = newValue
+                machine.queue.executeQueue = newValue
                 machine.queue.ownsQueue = false
                 return false
             }

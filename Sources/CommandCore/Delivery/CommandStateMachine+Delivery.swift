@@ -15,12 +15,12 @@ extension CommandStateMachine {
     /// at once (marked scheduled, its cursor past it): the caller delivers it in place, without a
     /// second lock to claim it. The other observers are woken as usual.
     @inline(__always)
-    mutating func send(_ value: Output, claimInPlace: Bool) -> (wakeups: Wakeups, claim: DirectClaim?)? {
+    mutating func send(_ value: Output, claimInPlace: Bool) -> (wakeups: Wakeups, claim: InPlaceClaim?)? {
         guard case .executing = lifecycle else { return nil }
         let index = log.endIndex
         log.append(value)
         var wakeups = Wakeups()
-        var claim: DirectClaim?
+        var claim: InPlaceClaim?
         var slot = 0
         while slot < observers.count {
             if observers[slot].kind == .events && !observers[slot].scheduled {
@@ -28,7 +28,7 @@ extension CommandStateMachine {
                 let context = observers[slot].context
                 if claimInPlace && claim == nil && context.isImmediate && observers[slot].cursor == index {
                     observers[slot].cursor = index + 1
-                    claim = DirectClaim(observer: observers[slot].id, box: observers[slot].sink)
+                    claim = InPlaceClaim(observer: observers[slot].id, box: observers[slot].sink)
                 } else {
                     wakeups.append(wakeup(at: slot))
                 }

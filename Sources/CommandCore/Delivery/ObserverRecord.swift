@@ -43,7 +43,7 @@ final class SinkBox<Output: Sendable>: Sendable {
 
     /// The terminal event; out of line for the same reason.
     @inline(never)
-    func deliver(_ outcome: Outcome) { events?(outcome.event()) }
+    func deliver(_ outcome: Termination) { events?(outcome.event()) }
 }
 
 /// What a drain delivers next. Not generic, and not nested in the generic state machine (which would
@@ -53,7 +53,7 @@ enum Delivery {
     /// The value now in the slot, for the ``SinkBox`` `box`; `more`: something else already waits
     /// for this observer.
     case value(box: AnyObject, more: Bool)
-    case terminal(Outcome, box: AnyObject)
+    case terminal(Termination, box: AnyObject)
     case state(CommandState, box: AnyObject)
     /// Nothing left: the drain stops (and the observer is no longer scheduled).
     case idle
@@ -87,7 +87,7 @@ struct Wakeup: Sendable {
 
 /// An observer claimed for a value as it was sent, to be delivered in place (see
 /// `CommandStateMachine.send(_:claimInPlace:)`); its ``SinkBox`` and id.
-struct DirectClaim {
+struct InPlaceClaim {
     let observer: UInt64
     let box: AnyObject
 }

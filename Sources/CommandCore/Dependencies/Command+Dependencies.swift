@@ -29,7 +29,7 @@ func describe(_ operation: Operation) -> String {
 extension Command: DependencyNode {
     var dependencySnapshot: [Operation] { machine.withLock { $0.dependencies } }
 
-    func claim(walk: UInt64) -> Claim {
+    func claim(walk: UInt64) -> WalkClaim {
         let claim = machine.withLock { $0.claim(walk: walk) }
         if case .finishedNow = claim {
             publishFinished()
@@ -40,15 +40,15 @@ extension Command: DependencyNode {
 
     func leaveStack(walk: UInt64) { machine.withLock { $0.leaveStack(walk: walk) } }
 
-    func addDependent(_ node: any DependencyNode) -> Registration { machine.withLock { $0.addDependent(node) } }
+    func addDependent(_ node: any DependencyNode) -> DependencyAnswer { machine.withLock { $0.addDependent(node) } }
 
-    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, lane: inout Bool)
+    func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, lane: inout Bool)
         -> Propagation?
     {
         dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: false, lane: &lane)
     }
 
-    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, isHold: Bool)
+    func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, isHold: Bool)
         -> Propagation?
     {
         var lane = false
@@ -56,7 +56,7 @@ extension Command: DependencyNode {
     }
 
     func dependencyDidFinish(
-        _ outcome: Outcome, dependencyName: @autoclosure () -> String, isHold: Bool, lane: inout Bool
+        _ outcome: Termination, dependencyName: @autoclosure () -> String, isHold: Bool, lane: inout Bool
     ) -> Propagation? {
         // The dependency's name is computed outside this command's lock (it takes the dependency's),
         // and only when it is needed.
@@ -68,8 +68,8 @@ extension Command: DependencyNode {
         switch action {
         case .none:
             return nil
-        case .enqueue(let external):
-            enqueue(external: external, lane: lane)
+        case .handOver(let external):
+            becameReady(external: external, lane: lane)
             lane = false
             return nil
         case .ended(let ending):
@@ -153,10 +153,10 @@ extension Command: DependencyNode {
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
             return []
         case .enqueue(let queue):
-            enqueue(on: queue)
+            addToQueue(queue)
             return []
         case .startedReady:
-            enqueue(external: true)
+            becameReady(external: true)
             return []
         case .register(let list):
             dependencies = list
@@ -185,7 +185,7 @@ extension Command: DependencyNode {
     /// (see ``PlainOperationWatcher``); the dependency's `completionBlock` is left to its owner.
     private func watch(_ operation: Operation) {
         PlainOperationWatcher.watch(operation) { [self] in
-            let outcome: Outcome =
+            let outcome: Termination =
                 operation.isCancelled ? .cancelled(.cancelled(describe(operation))) : .completed
             if let next = dependencyDidFinish(outcome, dependencyName: describe(operation), isHold: false) {
                 propagate(next)
@@ -318,11 +318,11 @@ private struct WalkFrame {
     var next = 0
 }
 
-/// True for the first caller of `claim()` only.
+/// True for the first caller of `take()` only.
 final class OnceFlag: Sendable {
     // Guards the flag.
     private let done = Locked.make(false)
-    func claim() -> Bool {
+    func take() -> Bool {
         done.withLock { done in
             defer { done = true }
             return !done

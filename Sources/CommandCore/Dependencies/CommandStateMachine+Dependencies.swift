@@ -90,7 +90,7 @@ extension CommandStateMachine {
 
     /// Registers a dependent, or returns this command's outcome if it already ended.
     @inline(__always)
-    mutating func addDependent(_ node: any DependencyNode) -> Registration {
+    mutating func addDependent(_ node: any DependencyNode) -> DependencyAnswer {
         if let outcome { return .ended(outcome) }
         dependents.append(node)
         if case .pending = lifecycle { return .registered(pending: true) }
@@ -100,7 +100,7 @@ extension CommandStateMachine {
     // MARK: - The execute walk
 
     @inline(__always)
-    mutating func claim(walk: UInt64) -> Claim {
+    mutating func claim(walk: UInt64) -> WalkClaim {
         switch lifecycle {
         case .pending:
             lifecycle = .claimed(walk: walk, onStack: true)
@@ -121,7 +121,7 @@ extension CommandStateMachine {
         if case .claimed(walk, true) = lifecycle { lifecycle = .claimed(walk: walk, onStack: false) }
     }
 
-    enum Registering: Sendable {
+    enum RegisterStep: Sendable {
         /// Register with these dependencies (the count includes a hold to release after).
         case register([Operation])
         /// Ready at once (no dependency): hand it to `queue`.
@@ -141,7 +141,7 @@ extension CommandStateMachine {
     /// Phase two of the walk in one step: the common case of a command without dependencies goes
     /// straight to its queue (one lock round trip instead of four).
     @inline(__always)
-    mutating func register(walk: UInt64, admitting: Bool, makeQueue: () -> OperationQueue) -> Registering {
+    mutating func register(walk: UInt64, admitting: Bool, makeQueue: () -> OperationQueue) -> RegisterStep {
         guard case .claimed(walk, _) = lifecycle else { return .none }
         if let misuse { return .fail(misuse) }
         timing.executedAt = CommandTiming.now
@@ -162,7 +162,7 @@ extension CommandStateMachine {
     /// A dependency (or the registration hold, with `.completed`) finished.
     @inline(__always)
     mutating func dependencyFinished(
-        _ dependencyOutcome: Outcome, dependencyName: String, typeName: @autoclosure () -> String,
+        _ dependencyOutcome: Termination, dependencyName: String, typeName: @autoclosure () -> String,
         isHold: Bool = false
     ) -> ReadyAction {
         guard case .waiting(let remaining) = lifecycle else {
@@ -211,6 +211,6 @@ extension CommandStateMachine {
     mutating func ready() -> ReadyAction {
         lifecycle = .enqueued
         timing.readyAt = CommandTiming.now
-        return .enqueue(external: startedExternally)
+        return .handOver(external: startedExternally)
     }
 }

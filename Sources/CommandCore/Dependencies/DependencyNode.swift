@@ -11,16 +11,16 @@ protocol DependencyNode: AnyObject, Sendable {
     ///
     /// `lane`: whether this node may take a lane queue if it becomes ready (see `QueuePool`); set to
     /// false when it took it.
-    func dependencyDidFinish(_ outcome: Outcome, dependencyName: @autoclosure () -> String, lane: inout Bool)
+    func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, lane: inout Bool)
         -> Propagation?
     /// Registers `node` to be told when this one ends.
-    func addDependent(_ node: any DependencyNode) -> Registration
+    func addDependent(_ node: any DependencyNode) -> DependencyAnswer
     /// Executes this node (and its pending dependencies) if it is pending.
     func executeGraph()
     /// The current dependency edges.
     var dependencySnapshot: [Operation] { get }
     /// The walk step of `execute`: see ``CommandStateMachine/claim(walk:)``.
-    func claim(walk: UInt64) -> Claim
+    func claim(walk: UInt64) -> WalkClaim
     /// The walk left this node (all its dependencies were walked).
     func leaveStack(walk: UInt64)
     /// Second phase of the walk: registers with the dependencies and enqueues when ready.
@@ -40,21 +40,21 @@ protocol DependencyNode: AnyObject, Sendable {
 
 /// What a node that just ended hands to the propagation loop.
 struct Propagation: Sendable {
-    let outcome: Outcome
+    let outcome: Termination
     let source: any DependencyNode
     let dependents: [any DependencyNode]
 }
 
 /// The answer of a dependency to a dependent registering with it.
-enum Registration: Sendable {
+enum DependencyAnswer: Sendable {
     /// Registered; `pending`: the dependency has not been executed yet, so the caller must execute it.
     case registered(pending: Bool)
     /// The dependency already ended.
-    case ended(Outcome)
+    case ended(Termination)
 }
 
 /// The answer of a node to the execute walk.
-enum Claim: Sendable {
+enum WalkClaim: Sendable {
     /// The node was pending and now belongs to this walk; these are its dependencies.
     case claimed([Operation])
     /// The node belongs to this walk and is on the walk's stack: the edge just followed closes a cycle.
@@ -87,7 +87,7 @@ enum ReadyAction: Sendable {
     case none
     /// Hand the command to its queue (`external`: with a trampoline, the command being already
     /// held by a queue that started it).
-    case enqueue(external: Bool)
+    case handOver(external: Bool)
     /// Ended because of a dependency.
     case ended(Ending)
 }

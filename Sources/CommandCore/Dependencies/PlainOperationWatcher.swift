@@ -28,7 +28,7 @@ enum PlainOperationWatcher {
     static func watch(_ operation: Operation, finished: @escaping @Sendable () -> Void) {
         let once = OnceFlag()
         let notify: @Sendable () -> Void = {
-            if once.claim() { finished() }
+            if once.take() { finished() }
         }
         if operation.isFinished { return notify() }
         let watcher = BlockOperation(block: notify)

@@ -25,7 +25,7 @@ extension Command {
         }
     }
 
-    func receiveTerminal(_ outcome: Outcome, event: @autoclosure () -> String) {
+    func receiveTerminal(_ outcome: Termination, event: @autoclosure () -> String) {
         guard let ending = machine.withLock({ $0.finish(outcome) }) else {
             if !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "\(event()) was called after the terminal event; it is ignored.")
@@ -61,11 +61,11 @@ extension Command {
         schedule(ending.wakeups)
         let recycled = machine.withLock { machine -> (OperationQueue, Bool)? in
             if machine.queue.borrowed {
-                machine.queue.queue = nil
+                machine.queue.executeQueue = nil
                 machine.queue.borrowed = false
             }
-            guard machine.queue.ownsQueue, let queue = machine.queue.queue else { return nil }
-            machine.queue.queue = nil
+            guard machine.queue.ownsQueue, let queue = machine.queue.executeQueue else { return nil }
+            machine.queue.executeQueue = nil
             return machine.queue.pooled && machine.queue.underlying == nil ? (queue, machine.name != nil) : nil
         }
         if let (queue, named) = recycled { QueuePool.recycle(queue, named: named, finishing: self) }

@@ -85,7 +85,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     // MARK: - Queries
 
     @inline(__always)
-    var outcome: Outcome? {
+    var outcome: Termination? {
         switch lifecycle {
         case .finished(let outcome), .endedBeforeStart(let outcome): return outcome
         default: return nil
@@ -192,7 +192,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     }
 
     @inline(__always)
-    mutating func end(_ outcome: Outcome) -> Ending {
+    mutating func end(_ outcome: Termination) -> Ending {
         timing.endedAt = CommandTiming.now
         let wasExecuting = isExecuting
         let postFinished: Bool
@@ -225,7 +225,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// A terminal event from `run` (complete or fail); only while executing.
     @inline(__always)
-    mutating func finish(_ outcome: Outcome) -> Ending? {
+    mutating func finish(_ outcome: Termination) -> Ending? {
         guard case .executing = lifecycle else { return nil }
         return end(outcome)
     }
@@ -241,7 +241,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// Cancel, the execute token or a dependency-independent failure (cycle, misuse, late dependency):
     /// from any state that has not ended.
     @inline(__always)
-    mutating func terminate(_ outcome: Outcome) -> Ending? {
+    mutating func terminate(_ outcome: Termination) -> Ending? {
         if self.outcome != nil { return nil }
         return end(outcome)
     }

@@ -18,12 +18,12 @@ enum Lifecycle: Sendable {
     /// Ended (cancelled) before anything started or executed it: like a cancelled Foundation
     /// operation, `isFinished` turns true when something starts it (the queue holding it, `start()`,
     /// `execute`).
-    case endedBeforeStart(Outcome)
-    case finished(Outcome)
+    case endedBeforeStart(Termination)
+    case finished(Termination)
 }
 
 /// How a command ended; the non-generic part of a terminal event, shared with dependents.
-enum Outcome: Sendable {
+enum Termination: Sendable {
     case completed
     case failed(any Error)
     case cancelled(CommandError)
@@ -68,7 +68,7 @@ enum RunReturnAction: Sendable {
 
 /// Everything to do after a command ended, outside the lock.
 struct Ending: Sendable {
-    let outcome: Outcome
+    let outcome: Termination
     /// Was executing: post `isExecuting` as well.
     let wasExecuting: Bool
     /// Post `isFinished` now (false while a queue still has to start it).

@@ -227,8 +227,8 @@ extension Command {
         let current = OperationQueue.current
         machine.withLock { machine in
             machine.queue.handedOver = true
-            if machine.queue.queue == nil, let current {
-                machine.queue.queue = current
+            if machine.queue.executeQueue == nil, let current {
+                machine.queue.executeQueue = current
                 machine.queue.ownsQueue = false
                 machine.queue.borrowed = true
             }

@@ -94,7 +94,7 @@ enum Admission {
 extension Command: AdmissionCandidate {
     func handOverAdmitted(slot: Int) -> Bool {
         let makeQueue = queueMaker(lane: false)
-        if enqueue(on: machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }) { return true }
+        if addToQueue(machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }) { return true }
         // Ended meanwhile: it will not start, so it does not keep the slot.
         machine.withLock { _ = $0.takeAdmission() }
         return false

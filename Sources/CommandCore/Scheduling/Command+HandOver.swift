@@ -54,12 +54,12 @@ extension Command {
 
     /// Hands the ready command to its queue (through ``Admission`` unless it continues on a lane); a
     /// command made ready inside its own `start()` runs there instead.
-    func enqueue(external: Bool, lane: Bool = false) {
+    func becameReady(external: Bool, lane: Bool = false) {
         if external && isBeingStartedHere { return runInStart() }
         let makeQueue = queueMaker(lane: lane)
         let admitting = !lane && !InlineExecution.isOn
         switch machine.withLock({ $0.handOver(makeQueue: makeQueue, admitting: admitting) }) {
-        case .queue(let queue): enqueue(on: queue)
+        case .queue(let queue): addToQueue(queue)
         case .admission: admit()
         case .inPlace: runInPlace()
         }
@@ -91,7 +91,7 @@ extension Command {
     /// second enqueue), so a small block operation calls `begin`, which runs it unless a `start()`
     /// claimed it first.
     @discardableResult
-    func enqueue(on queue: OperationQueue) -> Bool {
+    func addToQueue(_ queue: OperationQueue) -> Bool {
         if InlineExecution.isOn {
             begin(external: false)
             return true
@@ -101,7 +101,7 @@ extension Command {
         // run). Otherwise a queue of yours may hold it, and a block runs it.
         // A command that ended meanwhile (cancelled while waiting for an admission slot) has nothing
         // left to run: it finished when it ended.
-        let route = machine.withLock { machine -> HandOverRoute in
+        let route = machine.withLock { machine -> QueueEntry in
             guard machine.outcome == nil else { return .none }
             guard machine.face.tracking == .off else { return .block }
             machine.queue.holder = ObjectIdentifier(queue)
@@ -116,8 +116,8 @@ extension Command {
     }
 }
 
-/// How the engine hands a ready command to its queue (see `Command.enqueue(on:)`).
-enum HandOverRoute {
+/// How the engine hands a ready command to its queue (see `Command.addToQueue(_:)`).
+enum QueueEntry {
     /// Add the command object itself: no queue can hold it yet.
     case object
     /// Add a block that starts it: a queue of the user's may hold it.

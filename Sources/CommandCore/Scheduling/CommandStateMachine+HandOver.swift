@@ -5,7 +5,8 @@ import Foundation
 extension CommandStateMachine {
     /// The command's queue settings (not part of the lifecycle, but guarded by the same lock).
     struct QueueSettings: Sendable {
-        var queue: OperationQueue?
+        /// The command's ``Command/executeQueue``, once it has one.
+        var executeQueue: OperationQueue?
         var ownsQueue = true
         /// `queue` is the user's queue that called `start()` and runs the command: let go of it when
         /// the command ends (a command must not keep its caller's queue alive).
@@ -27,11 +28,11 @@ extension CommandStateMachine {
         var inPlace = false
         /// No queue was assigned or made yet and no underlying queue set: the command will run on
         /// a queue the engine makes, so it goes through ``Admission``.
-        var isEngineMade: Bool { queue == nil && underlying == nil }
+        var isEngineMade: Bool { executeQueue == nil && underlying == nil }
     }
 
     /// How a ready command reaches its queue.
-    enum HandOver: Sendable {
+    enum Placement: Sendable {
         /// Add it to this queue now.
         case queue(OperationQueue)
         /// Ask ``Admission`` for a slot first; no queue was made yet.
@@ -41,9 +42,9 @@ extension CommandStateMachine {
     }
 
     /// The queue to hand the command to (made if needed, marked handed over), or, when `admitting`
-    /// and the engine makes the queue, ``HandOver/admission`` and nothing made yet.
+    /// and the engine makes the queue, ``Placement/admission`` and nothing made yet.
     @inline(__always)
-    mutating func handOver(makeQueue: () -> OperationQueue, admitting: Bool) -> HandOver {
+    mutating func handOver(makeQueue: () -> OperationQueue, admitting: Bool) -> Placement {
         if queue.inPlace && queue.isEngineMade && !startedExternally {
             queue.handedOver = true
             return .inPlace
@@ -70,7 +71,7 @@ extension CommandStateMachine {
     @inline(__always)
     mutating func handOver(makeQueue: () -> OperationQueue) -> OperationQueue {
         queue.handedOver = true
-        if let existing = queue.queue { return existing }
+        if let existing = queue.executeQueue { return existing }
         let made: OperationQueue
         if let underlying = queue.underlying {
             // The user's dispatch queue: a plain queue of our own, not pooled.
@@ -81,7 +82,7 @@ extension CommandStateMachine {
             queue.pooled = true
         }
         if let name { made.name = name }
-        queue.queue = made
+        queue.executeQueue = made
         queue.ownsQueue = true
         return made
     }
