@@ -74,10 +74,10 @@ let package = Package(
             dependencies: ["CommandCore"],
             path: "Examples/ReadmeSnippet"
         ),
-        .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore", "CommandGraph", "CommandTestSupport"]),
+        .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore", "CommandTestSupport"]),
         .target(
             name: "CommandTestSupport",
-            dependencies: ["CommandCore", "CommandGraph"],
+            dependencies: ["CommandCore"],
             path: "Tests/CommandTestSupport"
         ),
         .testTarget(name: "CommandGraphTests", dependencies: ["CommandGraph", "CommandTestSupport"]),

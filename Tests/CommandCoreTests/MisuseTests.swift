@@ -1,4 +1,3 @@
-import CommandGraph
 import CommandTestSupport
 import Foundation
 import Testing
@@ -290,19 +289,6 @@ import Testing
 extension MisuseTests {
     private struct Boom: Error {}
 
-    @Test func throwingMapAndReduce_failTheNodeWithTheThrownError() async {
-        let mapped = named("source").map { (value: Int) throws -> Int in throw Boom() }
-        let recorder = Recorder<Int>()
-        mapped.execute(on: .immediate, recorder.handler)
-        #expect(await recorder.waitForTerminal())
-        #expect(recorder.terminal?.error is Boom)
-        let reduced = combineLatest(named("a"), named("b")) { (_: Int, _: Int) throws -> Int in throw Boom() }
-        let second = Recorder<Int>()
-        reduced.execute(on: .immediate, second.handler)
-        #expect(await second.waitForTerminal())
-        #expect(second.terminal?.error is Boom)
-    }
-
     @Test func runLoopNobodyRuns_holdsTheEvents_theCommandStillEnds() async {
         // A thread's run loop that is never run: callbacks scheduled on it wait (documented), the
         // command itself still ends, and nothing crashes.
@@ -324,60 +310,5 @@ extension MisuseTests {
         #expect(command.state.isTerminal)
         #expect(delivered.withLock { $0 } == 0)
         #expect(command.observerCount == 1)  // the events wait for the loop, not lost
-    }
-
-    @Test func retryWithANegativeCount_andANonPositiveTimeout_failWithInvalidArgument() async {
-        let retry = Command<Int>.retry(-1) { self.named("attempt") }
-        let retried = Recorder<Int>()
-        retry.execute(on: .immediate, retried.handler)
-        #expect(await retried.waitForTerminal())
-        #expect((retried.terminal?.error as? CommandError)?.code == .invalidArgument)
-        #expect((retried.terminal?.error as? CommandError)?.message.contains("retry(-1)") == true)
-        for interval in [Duration.zero, .seconds(-1)] {
-            let timed = Recorder<Int>()
-            named("slow").timeout(interval).execute(on: .immediate, timed.handler)
-            #expect(await timed.waitForTerminal())
-            #expect((timed.terminal?.error as? CommandError)?.code == .invalidArgument)
-        }
-    }
-}
-
-@Suite struct CancelableTests {
-    @Test func blockCancelable_runsItsBlockOnce() {
-        let runs = Atomic(0)
-        let cancelable = BlockCancelable { runs.add(1, ordering: .relaxed) }
-        #expect(!cancelable.isCancelled)
-        DispatchQueue.concurrentPerform(iterations: 16) { _ in cancelable.cancel() }
-        #expect(runs.load(ordering: .relaxed) == 1)
-        #expect(cancelable.isCancelled)
-    }
-
-    @Test func compound_cancelsMembers_andCancelsLateAdditionsAtOnce() {
-        let runs = Atomic(0)
-        let compound = CompoundCancelable()
-        let a = BlockCancelable { runs.add(1, ordering: .relaxed) }
-        let b = BlockCancelable { runs.add(10, ordering: .relaxed) }
-        compound.add(a)
-        compound.add(b)
-        compound.remove(b)
-        #expect(compound.count == 1)
-        compound.cancel()
-        #expect(runs.load(ordering: .relaxed) == 1)
-        #expect(!b.isCancelled)
-        let late = BlockCancelable { runs.add(100, ordering: .relaxed) }
-        compound.add(late)
-        #expect(late.isCancelled)
-        #expect(runs.load(ordering: .relaxed) == 101)
-    }
-
-    @Test func cancelBag_cancelsWhatItHoldsWhenReleased() {
-        let runs = Atomic(0)
-        var bag: CancelBag? = CancelBag()
-        BlockCancelable { runs.add(1, ordering: .relaxed) }.store(in: bag!)
-        BlockCancelable { runs.add(1, ordering: .relaxed) }.store(in: bag!)
-        #expect(bag?.count == 2)
-        #expect(runs.load(ordering: .relaxed) == 0)
-        bag = nil
-        #expect(runs.load(ordering: .relaxed) == 2)
     }
 }

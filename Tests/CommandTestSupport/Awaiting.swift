@@ -12,3 +12,19 @@ public func terminalState<Output>(of command: Command<Output>, start: Bool = fal
         if start { command.start() }
     }
 }
+
+/// Waits, without blocking a thread, for the first state change `command` reports (its run began,
+/// or it ended first).
+public func becameExecuting<Output>(_ command: Command<Output>) async {
+    await withCheckedContinuation { continuation in
+        let once = Locked(false)
+        command.observeState(on: .immediate) { state in
+            guard
+                once.withLock({ done in
+                    defer { done = true }; return !done
+                })
+            else { return }
+            continuation.resume()
+        }
+    }
+}

@@ -78,10 +78,10 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     // lock (one allocation holding the lock and the state).
     let machine: Locked<CommandStateMachine<Output>>
 
-    /// Creates a command whose work is the subclass's ``run(_:)``.
     /// The order of creation, for the O(1) cycle check of an edge added in creation order.
     let creationOrder: UInt64
 
+    /// Creates a command whose work is the subclass's ``run(_:)``.
     public override init() {
         machine = .make(CommandStateMachine())
         creationOrder = CommandCounters.created()
@@ -116,8 +116,8 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// which completes when the closure returns. A closure of several statements with no `return` and
     /// no `await` does not compile ("missing return in closure expected to return '(any
     /// Cancelable)?'"): add `return nil`, or name this form's type (`{ (result) -> Void in ... }`).
-    /// Without that rule such a closure compiled as the async form, completed when it returned and
-    /// dropped whatever the work it started sent later. (Disfavoured, so that a one-expression closure
+    /// No closure without `await` picks `init(async:)`, which would complete when it returned and
+    /// drop what the work it started sends later. (Disfavoured, so that a one-expression closure
     /// returning a cancelable keeps it.)
     @_disfavoredOverload
     public convenience init(_ body: @escaping @Sendable (CommandResult<Output>) -> Void) {

@@ -1,0 +1,59 @@
+import CommandGraph
+import CommandTestSupport
+import Testing
+
+/// Marble diagrams on a virtual clock (one character per tick; see `Marbles` in `Support/`), one
+/// per rule the operator's documentation states.
+@Suite struct FlatMapMarbleTests {
+    @Test func flatMap_startsAnInnerPerValue_andCompletesWhenAllDid() {
+        let m = Marbles()
+        let output = m.input("ab|").flatMap { value in m.input(value.uppercased() + "|") }
+        #expect(m.run(output) == "AB|")
+    }
+
+    @Test func flatMap_innerFailure_failsEverything() {
+        let m = Marbles()
+        let source = m.input("a--b|")
+        let output = source.flatMap { _ in m.input("x-#") }
+        #expect(m.run(output) == "x-#")
+        #expect(source.isCancelled)
+    }
+
+    @Test func flatMap_maxConcurrent_queuesValuesWithoutDropping() {
+        let m = Marbles()
+        let output = m.input("abc|").flatMap(maxConcurrent: 1) { value in m.input(value + "-|") }
+        #expect(m.run(output) == "a-b-c-|")
+    }
+
+    @Test func flatMap_nilMeansNoInner() {
+        let m = Marbles()
+        let output = m.input("abc|").flatMap { value in value == "b" ? nil : m.input(value + "|") }
+        #expect(m.run(output) == "a-c|")
+    }
+
+    @Test func flatMapLatest_cancelsThePreviousInner() {
+        let m = Marbles()
+        let output = m.input("a-b|").flatMapLatest { value in m.input("-" + value + value.uppercased() + "|") }
+        #expect(m.run(output) == "-a-bB|")
+    }
+
+    @Test func bind_chainsByTheLastValue_andRecoversFromErrors() {
+        let m = Marbles()
+        let chain = m.input("1|").bind { index, _, value, error in
+            guard index < 2 else { return nil }
+            if error != nil { return m.input("r|") }
+            return index == 0 ? m.input("2#") : nil
+        }
+        #expect(m.run(chain) == "12r|")
+        let m2 = Marbles()
+        let unrecovered = m2.input("1#").bind { _, _, _, _ in nil }
+        #expect(m2.run(unrecovered) == "1#")
+    }
+
+    @Test func catch_recoversWithTheReturnedCommand() {
+        let m = Marbles()
+        #expect(m.run(m.input("1#").catch { _ in m.input("x|") }) == "1x|")
+        let m2 = Marbles()
+        #expect(m2.run(m2.input("1#").catch { _ in m2.input("#") }) == "1#")
+    }
+}

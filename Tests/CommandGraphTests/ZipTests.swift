@@ -1,0 +1,25 @@
+import CommandGraph
+import CommandTestSupport
+import Testing
+
+/// Marble diagrams on a virtual clock (one character per tick; see `Marbles` in `Support/`), one
+/// per rule the operator's documentation states.
+@Suite struct ZipMarbleTests {
+    @Test func zip_pairsInOrder_andCompletesWhenAnInputIsDoneAndEmpty() {
+        // a:1, a:2, b:x, a:3, a:completed, b:y, b:z -> (1,x), (2,y), (3,z), completed; b cancelled
+        let m = Marbles()
+        let b = m.input("--x--yz----w|")
+        #expect(m.run(zip(m.input("12-3|"), b).map { $0 + $1 }) == "--{1x}--{2y}({3z}|)")
+        #expect(b.isCancelled)
+    }
+    @Test func zip_failure_arrayForm_andEmpty() {
+        let m = Marbles()
+        #expect(m.run(zip(m.input("1-#"), m.input("a-b|")).map { $0 + $1 }) == "{1a}-#")
+        let m2 = Marbles()
+        #expect(
+            m2.run(Command.zip([m2.input("12|"), m2.input("ab|"), m2.input("xy|")]).map { $0.joined() })
+                == "{1ax}{2by}|")
+        let m3 = Marbles()
+        #expect(m3.run(Command<String>.zip([]).map { $0.joined() }) == "|")
+    }
+}
