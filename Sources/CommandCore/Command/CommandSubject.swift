@@ -2,12 +2,16 @@
 /// `RACSubject` / `RACReplaySubject`): a text field's changes, a socket's messages, fed into a graph.
 ///
 /// ```swift
+/// import CommandCore
+///
 /// let username = CommandSubject<String>(replay: .latest)
-/// let password = CommandSubject<String>(replay: .latest)
-/// let valid = combineLatest(username, password) { !$0.isEmpty && $1.count >= 8 }
-/// valid.execute { print($0) }
-/// username.send("ada")          // any thread
+/// username.execute { print($0) }  // value("ada"), then completed
+/// username.send("ada")             // any thread
+/// username.complete()
 /// ```
+///
+/// With `import CommandGraph`, subjects feed combinators:
+/// `combineLatest(username, password) { !$0.isEmpty && $1.count >= 8 }`.
 ///
 /// The subject runs from its creation until ``complete()`` or ``fail(_:)`` (or a cancel), so it is a
 /// ready input for any graph; it is never cancelled for lack of consumers. Events are kept in send
