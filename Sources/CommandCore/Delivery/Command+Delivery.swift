@@ -1,8 +1,34 @@
 import Foundation
 
-// From a command to its observers: attaching one, scheduling its drain on its context, and the drain
-// loop that delivers values and the terminal event one at a time, in order.
+// From a command to its observers: a value from the result sink, attaching an observer, scheduling
+// its drain on its context, and the drain loop that delivers values and the terminal event one at a
+// time, in order.
 extension Command {
+    /// A value from the result sink (`CommandResult.send`): appended to the log under the lock, then
+    /// handed in place to an idle `.immediate` observer, or its drain scheduled.
+    func receive(_ value: Output, quietly: Bool = false) {
+        // An idle `.immediate` observer gets the value in place, claimed in the same lock as the send
+        // (one lock round trip and one queue entry fewer per stage), when this thread may deliver now:
+        // see `Trampoline.deliverNow(on:_:)`, which bounds the nesting.
+        let trampoline = Trampoline.deliveries.queue
+        let inPlace = Trampoline.deliveries.mayDeliverNow(trampoline)
+        guard let (wakeups, claim) = machine.withLock({ $0.send(value, claimInPlace: inPlace) }) else {
+            // After a cancel, a late send is the normal race with work that had not seen it: silent.
+            if !quietly && !machine.withLock({ $0.isCancelled }) {
+                diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
+            }
+            return
+        }
+        if !wakeups.isEmpty { schedule(wakeups) }
+        if let claim {
+            Trampoline.deliveries.deliverNow(on: trampoline) {
+                unsafeDowncast(claim.box, to: SinkBox<Output>.self).deliver(value)
+                // Then whatever else arrived meanwhile, and the observer's idle mark.
+                drainInPlace(claim.observer)
+            }
+        }
+    }
+
     /// For combinators: observes this command `.immediate`ly as a counted consumer and executes it.
     /// Cancelling the returned subscription detaches the observer; the command itself is cancelled
     /// when its last consumer detached, unless someone executed it directly or it already ended.

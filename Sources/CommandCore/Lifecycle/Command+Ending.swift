@@ -1,30 +1,7 @@
 import Foundation
 
-// What the result sink reports, and what an ending does once the command's lock is released.
+// A terminal event from the result sink, and what an ending does once the command's lock is released.
 extension Command {
-    func receive(_ value: Output, quietly: Bool = false) {
-        // An idle `.immediate` observer gets the value in place, claimed in the same lock as the send
-        // (one lock round trip and one queue entry fewer per stage), when this thread may deliver now:
-        // see `Trampoline.deliverNow(on:_:)`, which bounds the nesting.
-        let trampoline = Trampoline.deliveries.queue
-        let inPlace = Trampoline.deliveries.mayDeliverNow(trampoline)
-        guard let (wakeups, claim) = machine.withLock({ $0.send(value, claimInPlace: inPlace) }) else {
-            // After a cancel, a late send is the normal race with work that had not seen it: silent.
-            if !quietly && !machine.withLock({ $0.isCancelled }) {
-                diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
-            }
-            return
-        }
-        if !wakeups.isEmpty { schedule(wakeups) }
-        if let claim {
-            Trampoline.deliveries.deliverNow(on: trampoline) {
-                unsafeDowncast(claim.box, to: SinkBox<Output>.self).deliver(value)
-                // Then whatever else arrived meanwhile, and the observer's idle mark.
-                drainInPlace(claim.observer)
-            }
-        }
-    }
-
     func receiveTerminal(_ outcome: Termination, event: @autoclosure () -> String) {
         guard let ending = machine.withLock({ $0.finish(outcome) }) else {
             if !machine.withLock({ $0.isCancelled }) {

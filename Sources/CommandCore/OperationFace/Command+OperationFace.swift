@@ -73,7 +73,7 @@ extension Command {
     /// these land at about 0, 1, 4, 16, 64 and 256 ms, then stop (a queue that is suspended, or full,
     /// reads `isReady` again by itself when it resumes or a slot frees). Only for a command whose
     /// readiness is tracked (one a queue of yours holds).
-    private func repostReadiness(attempt: Int = 0) {
+    func repostReadiness(attempt: Int = 0) {
         let again: @Sendable () -> Void = { [self] in
             let waiting = machine.withLock {
                 !$0.startedExternally && !$0.face.finished && !$0.face.executing && $0.face.tracking == .on
@@ -127,81 +127,6 @@ extension Command {
             }
         }
         return own && super.isReady
-    }
-
-    /// The first `isReady`: registers with every unfinished dependency (a command tells this one when
-    /// it publishes `isFinished`; a plain operation is watched), then publishes the answer. False if
-    /// another thread started.
-    private func startTrackingReadiness() -> Bool {
-        let dependencies = machine.withLock { machine -> [Operation]? in
-            guard machine.face.tracking == .off else { return nil }
-            machine.face.tracking = .registering
-            return machine.dependencies
-        }
-        guard let dependencies else { return false }
-        for operation in dependencies { watchForReadiness(operation, node: operation as? any DependencyNode) }
-        var ready = false
-        publish(.ready) { face in
-            face.tracking = .on
-            face.dependenciesFinished = face.readinessTarget
-            ready = face.isReady
-        }
-        // Another reader may have been told `false` while this one registered.
-        if ready { repostReadiness() }
-        return true
-    }
-
-    /// Counts `operation` as unfinished until it finishes: a command tells this one when it publishes
-    /// `isFinished`; a plain operation is watched by a ``PlainOperationWatcher``. Readiness never goes
-    /// through Foundation's own dependency count: Foundation posts `isReady` from the thread that
-    /// finished a dependency and writes the answer into its queue's cache unconditionally, so a
-    /// `false` read a moment earlier could overwrite a newer `true` and strand a ready command.
-    private func watchForReadiness(_ operation: Operation, node: (any DependencyNode)?) {
-        if let node {
-            machine.withLock { $0.face.dependencyAdded() }
-            if !node.addFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
-            return
-        }
-        let id = ObjectIdentifier(operation)
-        guard machine.withLock({ $0.face.addPlainDependency(id) }) else { return }
-        PlainOperationWatcher.watch(operation) { [weak self] in self?.plainDependencyDidFinish(id) }
-    }
-
-    private func plainDependencyDidFinish(_ id: ObjectIdentifier) {
-        if machine.withLock({ $0.face.plainDependencyGone(id) }) { publishReadiness() }
-    }
-
-    /// Records `operation` as a dependency for readiness, once readiness is tracked (see
-    /// `watchForReadiness`).
-    func trackReadiness(of operation: Operation, node: (any DependencyNode)?) {
-        guard machine.withLock({ $0.face.tracking != .off }) else { return }
-        watchForReadiness(operation, node: node)
-        publishReadiness()
-    }
-
-    /// Forgets `operation` for readiness (an edge removed before executing).
-    func untrackReadiness(of operation: Operation) {
-        guard machine.withLock({ $0.face.tracking != .off }) else { return }
-        if let node = operation as? any DependencyNode {
-            if node.removeFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
-        } else {
-            // Its watcher, when it fires, finds the edge gone.
-            _ = machine.withLock { $0.face.plainDependencyGone(ObjectIdentifier(operation)) }
-        }
-        publishReadiness()
-    }
-
-    func addFaceWatcher(_ node: any DependencyNode) -> Bool {
-        machine.withLock { $0.face.addWatcher(node) }
-    }
-
-    func removeFaceWatcher(_ node: any DependencyNode) -> Bool {
-        machine.withLock { $0.face.removeWatcher(node) }
-    }
-
-    func faceDependencyDidFinish() {
-        machine.withLock { $0.face.dependencyGone() }
-        publishReadiness()
     }
 
     // MARK: - start()
