@@ -1,6 +1,7 @@
-import CommandGraph
 import CommandTestSupport
 import Testing
+
+@testable import CommandGraph
 
 private struct Boom: Error {}
 
@@ -53,5 +54,33 @@ private struct Boom: Error {}
         let m2 = Marbles()
         let three = combineLatest(m2.input("1---|"), m2.input("-a|"), m2.input("--x|")).map { $0 + $1 + $2 }
         #expect(m2.run(three) == "--{1ax}-|")
+    }
+}
+
+/// The combineLatest state machine as a plain value: no threads, no commands.
+@Suite struct CombineLatestStateMachineTests {
+    private struct Boom: Error {}
+
+    @Test func combineLatest_waitsForEveryInput_thenEmitsOnEachValue() {
+        var machine = CombineLatestStateMachine<Int>(inputs: 2)
+        guard case .none = machine.start() else { Issue.record("start"); return }
+        guard case .none = machine.value(1, at: 0) else { Issue.record("emitted early"); return }
+        guard case .emit(let first) = machine.value(10, at: 1), first == [1, 10] else { Issue.record("first"); return }
+        guard case .none = machine.completed(at: 1) else { Issue.record("completed early"); return }
+        guard case .emit(let second) = machine.value(2, at: 0), second == [2, 10] else {
+            Issue.record("second"); return
+        }
+        guard case .complete = machine.completed(at: 0) else { Issue.record("not completed"); return }
+        guard case .none = machine.value(3, at: 0) else { Issue.record("value after the end"); return }
+    }
+
+    @Test func combineLatest_failureAndCancellation_endIt() {
+        var failing = CombineLatestStateMachine<Int>(inputs: 2)
+        guard case .fail = failing.failed(Boom()) else { Issue.record("fail"); return }
+        guard case .none = failing.failed(Boom()) else { Issue.record("second terminal"); return }
+        var cancelled = CombineLatestStateMachine<Int>(inputs: 3)
+        guard case .cancelled(index: 2) = cancelled.cancelled(at: 2) else { Issue.record("cancel"); return }
+        var empty = CombineLatestStateMachine<Int>(inputs: 0)
+        guard case .complete = empty.start() else { Issue.record("empty"); return }
     }
 }

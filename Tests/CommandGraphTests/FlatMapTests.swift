@@ -1,6 +1,7 @@
-import CommandGraph
 import CommandTestSupport
 import Testing
+
+@testable import CommandGraph
 
 /// Marble diagrams on a virtual clock (one character per tick; see `Marbles` in `Support/`), one
 /// per rule the operator's documentation states.
@@ -55,5 +56,19 @@ import Testing
         #expect(m.run(m.input("1#").catch { _ in m.input("x|") }) == "1x|")
         let m2 = Marbles()
         #expect(m2.run(m2.input("1#").catch { _ in m2.input("#") }) == "1#")
+    }
+}
+
+/// The flatmap state machine as a plain value: no threads, no commands.
+@Suite struct FlatMapStateMachineTests {
+    @Test func flatMap_limitsConcurrency_andQueuesInOrder() {
+        var machine = FlatMapStateMachine<Int>(maxConcurrent: 1)
+        guard case .start(1) = machine.value(1) else { Issue.record("first"); return }
+        guard case .none = machine.value(2) else { Issue.record("second started early"); return }
+        guard case .none = machine.value(3) else { Issue.record("third started early"); return }
+        guard case .none = machine.sourceCompleted() else { Issue.record("completed early"); return }
+        guard case .start(2) = machine.innerCompleted() else { Issue.record("queued value 2"); return }
+        guard case .start(3) = machine.innerCompleted() else { Issue.record("queued value 3"); return }
+        guard case .complete = machine.innerCompleted() else { Issue.record("not completed"); return }
     }
 }

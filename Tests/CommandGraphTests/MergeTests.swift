@@ -1,6 +1,7 @@
-import CommandGraph
 import CommandTestSupport
 import Testing
+
+@testable import CommandGraph
 
 /// Marble diagrams on a virtual clock (one character per tick; see `Marbles` in `Support/`), one
 /// per rule the operator's documentation states.
@@ -17,5 +18,18 @@ import Testing
         #expect(other.isCancelled)
         let m2 = Marbles()
         #expect(m2.run(Command<String>.merge([])) == "|")
+    }
+}
+
+/// The merge state machine as a plain value: no threads, no commands.
+@Suite struct MergeStateMachineTests {
+    @Test func merge_countsCompletions() {
+        var machine = MergeStateMachine(inputs: 2)
+        #expect(machine.value() == .pass)
+        #expect(machine.completed() == .none)
+        #expect(machine.completed() == .complete)
+        #expect(machine.value() == .none)
+        var empty = MergeStateMachine(inputs: 0)
+        #expect(empty.start() == .complete)
     }
 }

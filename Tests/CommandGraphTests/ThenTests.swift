@@ -1,6 +1,7 @@
-import CommandGraph
 import CommandTestSupport
 import Testing
+
+@testable import CommandGraph
 
 /// Marble diagrams on a virtual clock (one character per tick; see `Marbles` in `Support/`), one
 /// per rule the operator's documentation states.
@@ -37,5 +38,19 @@ import Testing
         #expect(m2.run(m2.input("1#").concat(m2.input("2|"))) == "1#")
         let m3 = Marbles()
         #expect(m3.run(Command<String>.concat([])) == "|")
+    }
+}
+
+/// The sequence state machine as a plain value: no threads, no commands.
+@Suite struct SequenceStateMachineTests {
+    @Test func sequence_startsTheNextOnlyAfterTheActiveCompleted() {
+        var machine = SequenceStateMachine(count: 2)
+        #expect(machine.value(at: 1) == .none)  // not active yet
+        #expect(machine.value(at: 0) == .pass)
+        #expect(machine.completed(at: 0) == .start(index: 1))
+        #expect(machine.completed(at: 1) == .complete)
+        var failing = SequenceStateMachine(count: 2)
+        #expect(failing.failed(at: 0) == .fail)
+        #expect(failing.completed(at: 0) == .none)
     }
 }

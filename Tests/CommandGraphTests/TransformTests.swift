@@ -1,6 +1,7 @@
-import CommandGraph
 import CommandTestSupport
 import Testing
+
+@testable import CommandGraph
 
 private struct Boom: Error {}
 
@@ -91,5 +92,23 @@ private struct Boom: Error {}
         #expect(await failure(of: mapped) is Boom)
         let reduced = combineLatest(source("a"), source("b")) { (_: Int, _: Int) throws -> Int in throw Boom() }
         #expect(await failure(of: reduced) is Boom)
+    }
+}
+
+/// The counting state machine as a plain value: no threads, no commands.
+@Suite struct CountingStateMachineTests {
+    @Test func counting_takeSkipTakeLast() {
+        var take = CountingStateMachine<Int>(.take, count: 2)
+        #expect(take.value(1) == .pass)
+        #expect(take.value(2) == .passAndComplete)
+        #expect(take.value(3) == .drop)
+        var skip = CountingStateMachine<Int>(.skip, count: 1)
+        #expect(skip.value(1) == .drop)
+        #expect(skip.value(2) == .pass)
+        var last = CountingStateMachine<Int>(.takeLast, count: 2)
+        for value in 1...5 { #expect(last.value(value) == .drop) }
+        #expect(last.completed() == .flushAndComplete(count: 2))
+        #expect(last.buffer == [4, 5])
+        #expect(CountingStateMachine<Int>(.take, count: 0).completesAtOnce)
     }
 }

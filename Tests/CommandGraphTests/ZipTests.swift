@@ -1,6 +1,7 @@
-import CommandGraph
 import CommandTestSupport
 import Testing
+
+@testable import CommandGraph
 
 /// Marble diagrams on a virtual clock (one character per tick; see `Marbles` in `Support/`), one
 /// per rule the operator's documentation states.
@@ -21,5 +22,22 @@ import Testing
                 == "{1ax}{2by}|")
         let m3 = Marbles()
         #expect(m3.run(Command<String>.zip([]).map { $0.joined() }) == "|")
+    }
+}
+
+/// The zip state machine as a plain value: no threads, no commands.
+@Suite struct ZipStateMachineTests {
+    @Test func zip_pairsFIFO_andCompletesWhenADoneInputIsDrained() {
+        var machine = ZipStateMachine<Int>(inputs: 2)
+        _ = machine.value(1, at: 0)
+        _ = machine.value(2, at: 0)
+        guard case .none = machine.completed(at: 0) else { Issue.record("completed with values buffered"); return }
+        guard case .emit(let pairs, let complete) = machine.value(10, at: 1), pairs == [[1, 10]], !complete else {
+            Issue.record("first pair"); return
+        }
+        guard case .emit(let last, let done) = machine.value(20, at: 1), last == [[2, 20]], done else {
+            Issue.record("last pair should complete"); return
+        }
+        guard case .none = machine.value(30, at: 1) else { Issue.record("value after the end"); return }
     }
 }
