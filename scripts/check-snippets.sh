@@ -14,7 +14,18 @@ cd "$(dirname "$0")/.."
 
 swift build -Xswiftc -warnings-as-errors --target CommandGraph >/dev/null
 bin=$(swift build --show-bin-path)
-objects=("$bin"/CommandCore.build/*.o "$bin"/CommandGraph.build/*.o)
+# The objects of the current sources (the build folder may still hold those of renamed files).
+objects=()
+while IFS= read -r object; do objects+=("$object"); done < <(
+    python3 -c '
+import json, sys
+for target in sys.argv[2:]:
+    files = json.load(open(f"{sys.argv[1]}/{target}.build/output-file-map.json"))
+    for entry in files.values():
+        if entry.get("object"):
+            print(entry["object"])
+' "$bin" CommandCore CommandGraph
+)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
