@@ -72,6 +72,9 @@ extension Command: DependencyNode {
             becameReady(external: external, lane: lane)
             lane = false
             return nil
+        case .evaluateGate:
+            evaluateGate()
+            return nil
         case .ended(let ending):
             return performLocally(ending)
         }
@@ -157,6 +160,9 @@ extension Command: DependencyNode {
             return []
         case .startedReady:
             becameReady(external: true)
+            return []
+        case .evaluateGate:
+            evaluateGate()
             return []
         case .register(let list):
             dependencies = list

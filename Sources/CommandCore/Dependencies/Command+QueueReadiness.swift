@@ -27,13 +27,16 @@ extension Command {
         guard let dependencies else { return false }
         for operation in dependencies { watchForReadiness(operation, node: operation as? any DependencyNode) }
         var ready = false
+        var gateDue = false
         publish(.ready) { face in
             face.tracking = .on
             face.dependenciesFinished = face.readinessTarget
             ready = face.isReady
+            gateDue = face.dependenciesFinished && !face.gateOpen
         }
         // Another reader may have been told `false` while this one registered.
         if ready { repostReadiness() }
+        if gateDue { openGateForQueue() }
         return true
     }
 

@@ -134,6 +134,8 @@ extension CommandStateMachine {
         case inPlace
         /// Fail with this misuse (a self-dependency).
         case fail(CommandError)
+        /// Ready at once, with conditions to evaluate first (see ``Gate``).
+        case evaluateGate
         /// Ended meanwhile, or not this walk's.
         case none
     }
@@ -148,6 +150,13 @@ extension CommandStateMachine {
         if dependencies.isEmpty {
             lifecycle = .enqueued
             timing.readyAt = timing.executedAt
+            if gate != nil {
+                switch gate!.arrive(engine: true) {
+                case .pass: break
+                case .evaluate: return .evaluateGate
+                case .wait: return .none
+                }
+            }
             if startedExternally { return .startedReady }
             if queue.inPlace && queue.isEngineMade {
                 queue.handedOver = true
@@ -211,6 +220,13 @@ extension CommandStateMachine {
     mutating func ready() -> ReadyAction {
         lifecycle = .enqueued
         timing.readyAt = CommandTiming.now
+        if gate != nil {
+            switch gate!.arrive(engine: true) {
+            case .pass: break
+            case .evaluate: return .evaluateGate
+            case .wait: return .none
+            }
+        }
         return .handOver(external: startedExternally)
     }
 }

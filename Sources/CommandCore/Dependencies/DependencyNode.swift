@@ -88,6 +88,8 @@ enum ReadyAction: Sendable {
     /// Hand the command to its queue (`external`: with a trampoline, the command being already
     /// held by a queue that started it).
     case handOver(external: Bool)
+    /// Ready, with conditions to evaluate first (see ``Gate``).
+    case evaluateGate
     /// Ended because of a dependency.
     case ended(Ending)
 }

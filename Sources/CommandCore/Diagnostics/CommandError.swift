@@ -40,6 +40,9 @@ public struct CommandError: Error, Sendable, CustomStringConvertible {
         public static let notEnabled = Code("notEnabled")
         /// An argument out of range (a negative retry count, a timeout that is not positive).
         public static let invalidArgument = Code("invalidArgument")
+        /// A condition of the command was false or threw, so the command did not run;
+        /// ``CommandError/condition`` names it, ``CommandError/underlying`` is what it threw.
+        public static let conditionFailed = Code("conditionFailed")
 
         public var description: String { rawValue }
     }
@@ -52,6 +55,8 @@ public struct CommandError: Error, Sendable, CustomStringConvertible {
     public let dependency: String?
     /// The commands of a cycle, in order, first repeated last, for ``Code/dependencyCycle``.
     public let cycle: [String]
+    /// The condition concerned, for ``Code/conditionFailed``.
+    public let condition: String?
     /// The error that caused this one (a dependency's failure), if any.
     public let underlying: (any Error)?
     /// A sentence that names the command and says what to do.
@@ -60,13 +65,14 @@ public struct CommandError: Error, Sendable, CustomStringConvertible {
     /// Creates an error; prefer the static factories, which write the message.
     public init(
         code: Code, command: String, message: String, dependency: String? = nil, cycle: [String] = [],
-        underlying: (any Error)? = nil
+        underlying: (any Error)? = nil, condition: String? = nil
     ) {
         self.code = code
         self.command = command
         self.message = message
         self.dependency = dependency
         self.cycle = cycle
+        self.condition = condition
         self.underlying = underlying
     }
 
@@ -135,6 +141,15 @@ extension CommandError {
             code: .noValue, command: command,
             message: "'\(command)' completed without sending a value, but one was awaited. Use `values` to accept none."
         )
+    }
+
+    static func conditionFailed(_ command: String, condition: String, error: (any Error)?) -> CommandError {
+        let reason = error.map { "threw \($0)" } ?? "was false"
+        return CommandError(
+            code: .conditionFailed, command: command,
+            message: "'\(command)' did not run: its condition '\(condition)' \(reason). "
+                + "It ends cancelled; make the condition hold (or remove it) to let '\(command)' run.",
+            underlying: error, condition: condition)
     }
 
     static func missingRun(_ command: String) -> CommandError {

@@ -33,6 +33,7 @@ extension Command {
         // cancel theirs; queued instead of nested, a 10,000-stage chain cancels at constant depth.
         if let cancelable = ending.cancelable { Trampoline.cancels.run { cancelable.cancel() } }
         if let progress = ending.progress { ProgressGuard.complete(progress) }
+        if let gate = ending.gate, !gate.isEmpty { gate.perform() }
         // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.
         withExtendedLifetime(self) { publish(ending) }
         schedule(ending.wakeups)

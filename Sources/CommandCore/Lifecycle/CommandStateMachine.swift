@@ -29,6 +29,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var lifecycle: Lifecycle = .pending
     /// What Foundation sees (KVO flags as published, readiness for a user's queue).
     var face = OperationFace()
+    /// The conditions and categories checked before the run; nil for a command without any.
+    var gate: Gate?
     var timing = CommandTiming()
     /// Made on first use (most commands never report progress).
     var progress: Progress?
@@ -214,7 +216,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         let ending = Ending(
             outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
             cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
-            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress)
+            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress, gate: gate?.end())
         if !runInProgress { inputs = [] }
         cancelable = nil
         body = nil

@@ -81,4 +81,6 @@ struct Ending: Sendable {
     let inputs: [Operation]
     /// The command's progress, completed after the lock is released (see ``ProgressGuard``).
     let progress: Progress?
+    /// Its gate's evaluation to cancel and categories to release, if it has conditions.
+    let gate: GateCleanup?
 }

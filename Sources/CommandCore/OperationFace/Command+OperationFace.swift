@@ -57,11 +57,14 @@ extension Command {
         }
         guard stale else { return }
         var ready = false
+        var gateDue = false
         publish(.ready) { face in
             face.dependenciesFinished = face.readinessTarget
             ready = face.isReady
+            gateDue = face.dependenciesFinished && !face.gateOpen
         }
         if ready { repostReadiness() }
+        if gateDue { openGateForQueue() }
     }
 
     /// Posts the `isReady` pair again, after a hop, and again with a short backoff until something
@@ -106,7 +109,10 @@ extension Command {
     /// behind a barrier waits for it too.
     func readiness() -> Bool {
         let (cancelled, tracking, commandsDone, engineQueued) = machine.withLock {
-            ($0.face.cancelled, $0.face.tracking, $0.face.dependenciesFinished, $0.queue.holder != nil)
+            (
+                $0.face.cancelled, $0.face.tracking, $0.face.dependenciesFinished && $0.face.gateOpen,
+                $0.queue.holder != nil
+            )
         }
         // In the engine's own queue, which Foundation asks when it is added: the engine made it ready
         // (and no barrier is ever added to that queue).

@@ -55,7 +55,11 @@ struct OperationFace: Sendable {
 
     /// `isReady` for the command part: a cancelled command is ready (Foundation's rule: a cancel
     /// breaks a wait); otherwise when every command dependency finished.
-    var isReady: Bool { cancelled || dependenciesFinished }
+    var isReady: Bool { cancelled || (dependenciesFinished && gateOpen) }
+
+    /// The command's conditions passed and its categories are held (true for a command without
+    /// conditions): see ``Gate``.
+    var gateOpen = true
 
     /// The value `dependenciesFinished` should be published with.
     var readinessTarget: Bool { unfinishedDependencies == 0 }

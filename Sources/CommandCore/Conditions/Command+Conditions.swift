@@ -1,0 +1,151 @@
+import Foundation
+
+// The gate's side effects: conditions added, evaluated once the dependencies finished, categories
+// taken, and the hand-over continued (or the command ended cancelled). The pure state is `Gate`.
+extension Command {
+    /// Adds `condition`, checked after the command's dependencies finished and before it runs; see
+    /// ``CommandCondition``. Add conditions before executing (or adding the command to a queue of
+    /// yours): a condition added once the check began is ignored, with a diagnostic naming the command.
+    public func add(condition: some CommandCondition) {
+        let accepted = machine.withLock { machine -> Bool in
+            guard machine.acceptsDependencies, machine.gate?.phase ?? .closed == .closed else { return false }
+            if machine.gate == nil {
+                machine.gate = Gate()
+                machine.face.gateOpen = false
+            }
+            machine.gate!.conditions.append(condition)
+            return true
+        }
+        if !accepted {
+            diagnose(
+                .dependencyAddedAfterStart,
+                "add(condition: \(condition.name)) was called after the command's conditions began to be checked; it is ignored (add conditions before executing)."
+            )
+        }
+    }
+
+    /// The conditions added, in order.
+    public var conditions: [any CommandCondition] { machine.withLock { $0.gate?.conditions ?? [] } }
+
+    /// The mutually exclusive categories the command holds while it runs (its conditions'), sorted.
+    public var mutuallyExclusiveCategories: [String] { machine.withLock { $0.gate?.categories ?? [] } }
+
+    /// The gate's state, for reports: nil without conditions.
+    package var gatePhase: String? {
+        machine.withLock { machine in
+            guard let gate = machine.gate else { return nil }
+            switch gate.phase {
+            case .closed: return "closed"
+            case .evaluating: return "evaluating"
+            case .waitingForCategories: return "waitingForCategories"
+            case .open: return "open"
+            case .failed: return "failed"
+            }
+        }
+    }
+
+    /// Who holds each category this command waits for: (category, holder's name, held since).
+    package var categoryHolders: [(category: String, holder: String, since: UInt64)] {
+        let keys = machine.withLock { $0.gate?.keys ?? [] }
+        return keys.compactMap { key in
+            Exclusivity.holder(of: key).map { (key.category, $0.name, $0.since) }
+        }
+    }
+
+    /// Runs the categories of this command's conditions inside the holds of the groups in `scopes`
+    /// (category -> the group holding it): a group's child is exclusive with its siblings, not with
+    /// the group. Set by a group before it executes the child.
+    package func scopeCategories(_ scopes: [String: ObjectIdentifier]) {
+        machine.withLock { machine in
+            guard machine.gate != nil, machine.gate!.phase == .closed else { return }
+            machine.gate!.scopes.merge(scopes) { _, new in new }
+        }
+    }
+
+    /// A queue of yours holds the command and its dependencies finished: open its gate (the engine's
+    /// path opens it in `ready()`).
+    func openGateForQueue() {
+        let evaluate = machine.withLock { machine -> Bool in
+            guard machine.outcome == nil, machine.face.dependenciesFinished, !machine.face.gateOpen,
+                machine.gate != nil
+            else { return false }
+            return machine.gate!.arrive(engine: false) == .evaluate
+        }
+        if evaluate { evaluateGate() }
+    }
+
+    /// Evaluates the conditions, all at once (the gate is `.evaluating`).
+    func evaluateGate() {
+        // `MutuallyExclusive` is always true: only its category counts, no task is needed for it.
+        let conditions = machine.withLock { $0.gate?.conditions ?? [] }.filter { !($0 is MutuallyExclusive) }
+        if conditions.isEmpty { return gateEvaluated(.passed) }
+        // Strong: nothing else may hold the command while its conditions evaluate. The cycle (command ->
+        // gate -> evaluation -> command) ends with the evaluation.
+        let evaluation = GateEvaluation(count: conditions.count) { [self] verdict in gateEvaluated(verdict) }
+        let stored = machine.withLock { machine -> Bool in
+            guard machine.gate?.phase == .evaluating else { return false }
+            machine.gate!.evaluation = evaluation
+            return true
+        }
+        guard stored else { return }
+        for condition in conditions { evaluation.start(condition, for: self) }
+    }
+
+    private func gateEvaluated(_ verdict: GateEvaluation.Verdict) {
+        // Called once: by the evaluation, or directly when nothing needs evaluating.
+        switch verdict {
+        case .passed:
+            let keys = machine.withLock { machine -> [ExclusivityBook.Key]? in
+                guard machine.gate?.conditionsPassed() == true else { return nil }
+                return machine.gate!.keys
+            }
+            guard let keys else { return }
+            if keys.isEmpty { return gateOpened() }
+            let ticket = Exclusivity.request(keys, name: displayName) { [self] ticket in categoriesGranted(ticket) }
+            // Kept to leave the line if the command ends while it waits (granted at once: kept already).
+            let stale = machine.withLock { machine -> Bool in
+                guard machine.gate != nil, machine.outcome == nil else { return true }
+                if machine.gate!.ticket == nil { machine.gate!.ticket = ticket }
+                return false
+            }
+            if stale { Exclusivity.leave(ticket) }
+        case .failed(let condition, let error):
+            let ending = machine.withLock { machine -> Ending? in
+                guard machine.gate?.failed() == true else { return nil }
+                let name = machine.name ?? String(describing: type(of: self))
+                return machine.terminate(.cancelled(.conditionFailed(name, condition: condition, error: error)))
+            }
+            if let ending { perform(ending) }
+        }
+    }
+
+    private func categoriesGranted(_ ticket: UInt64) {
+        let open = machine.withLock { machine -> Bool in
+            guard machine.outcome == nil, machine.gate != nil else { return false }
+            return machine.gate!.granted(ticket)
+        }
+        if open { gateOpened() } else { Exclusivity.leave(ticket) }
+    }
+
+    /// The gate opened: a queue of yours may start the command now, and the engine's hand-over
+    /// continues if it waited.
+    private func gateOpened() {
+        let (engineWaiting, external, tracked) = machine.withLock { machine in
+            (machine.gate?.takeEngineWaiting() ?? false, machine.startedExternally, machine.face.tracking == .on)
+        }
+        if tracked {
+            publish(.ready) { $0.gateOpen = true }
+            repostReadiness()
+        } else {
+            machine.withLock { $0.face.gateOpen = true }
+        }
+        if engineWaiting { becameReady(external: external) }
+    }
+}
+
+extension Command: ConditionDependency {
+    func runAsConditionDependency(then: @escaping @Sendable () -> Void) {
+        observeState(on: .immediate) { state in if state.isTerminal { then() } }
+        execute(on: .immediate) { _ in }
+    }
+}

@@ -1,0 +1,163 @@
+import Dispatch
+
+/// Who holds which mutually exclusive category, and who waits: a value type, tested without threads.
+///
+/// A request names every category its command needs and is granted all of them at once, never some
+/// (so two commands in `[a, b]` and `[b, a]` cannot each hold one and wait for the other). Requests
+/// are served first in, first out per category: a request is granted when none of its categories is
+/// held and no earlier request still waiting needs one of them (a later request for other categories
+/// may pass a waiting one; it never passes a request it shares a category with).
+///
+/// Categories are scoped: a command that runs inside a group holding category `c` asks for `c`
+/// within that group (``Exclusivity/Key/scope``), so it is exclusive with its siblings in `c`, not
+/// with the group that holds `c` for all of them.
+struct ExclusivityBook: Sendable {
+    /// A category within a scope (the group that holds it, or the whole process).
+    struct Key: Hashable, Sendable, Comparable {
+        let category: String
+        /// The group whose hold the request runs inside, or nil: the process.
+        let scope: ObjectIdentifier?
+
+        static func < (lhs: Key, rhs: Key) -> Bool {
+            if lhs.category != rhs.category { return lhs.category < rhs.category }
+            return (lhs.scope.map { UInt(bitPattern: $0.hashValue) } ?? 0)
+                < (rhs.scope.map { UInt(bitPattern: $0.hashValue) } ?? 0)
+        }
+    }
+
+    /// A category's holder: for stall reports.
+    struct Holder: Sendable {
+        let ticket: UInt64
+        let name: String
+        let since: UInt64
+    }
+
+    private struct Request: Sendable {
+        let ticket: UInt64
+        let keys: [Key]
+        let name: String
+    }
+
+    private var held: [Key: Holder] = [:]
+    private var waiting: [Request] = []
+    /// How many waiting requests need each key (no entry: none), so a request's check is O(its keys).
+    private var wanted: [Key: Int] = [:]
+    private var nextTicket: UInt64 = 1
+
+    /// Asks for `keys` for the command `name`: the ticket, and whether it was granted at once.
+    mutating func request(_ keys: [Key], name: String, now: UInt64) -> (ticket: UInt64, granted: Bool) {
+        let ticket = nextTicket
+        nextTicket += 1
+        let request = Request(ticket: ticket, keys: keys, name: name)
+        // Granted at once only if nobody waits for any of these keys and none is held.
+        let blocked = keys.contains { held[$0] != nil || wanted[$0] != nil }
+        if blocked {
+            waiting.append(request)
+            for key in keys { wanted[key, default: 0] += 1 }
+            return (ticket, false)
+        }
+        grant(request, now: now)
+        return (ticket, true)
+    }
+
+    /// The ticket's command ended or left: its keys are released (or it leaves the line). Returns the
+    /// tickets granted as a consequence, in order.
+    mutating func leave(_ ticket: UInt64, now: UInt64) -> [UInt64] {
+        if let index = waiting.firstIndex(where: { $0.ticket == ticket }) {
+            unwant(waiting.remove(at: index))
+        } else {
+            let keys = held.filter { $0.value.ticket == ticket }.map(\.key)
+            if keys.isEmpty { return [] }
+            for key in keys { held[key] = nil }
+        }
+        return grantWaiting(now: now)
+    }
+
+    /// Grants, in arrival order, every waiting request whose keys are free and not needed by an earlier
+    /// waiting request. Stops once every key anyone waits for is blocked (so a long line of requests
+    /// for a few categories is not walked to its end on every release).
+    private mutating func grantWaiting(now: UInt64) -> [UInt64] {
+        var granted: [UInt64] = []
+        var blocked = Set<Key>()
+        var index = 0
+        while index < waiting.count, blocked.count < wanted.count {
+            let request = waiting[index]
+            let free = request.keys.allSatisfy { held[$0] == nil && !blocked.contains($0) }
+            if free {
+                unwant(waiting.remove(at: index))
+                grant(request, now: now)
+                granted.append(request.ticket)
+            } else {
+                blocked.formUnion(request.keys)
+                index += 1
+            }
+        }
+        return granted
+    }
+
+    private mutating func unwant(_ request: Request) {
+        for key in request.keys {
+            let left = wanted[key, default: 1] - 1
+            wanted[key] = left > 0 ? left : nil
+        }
+    }
+
+    private mutating func grant(_ request: Request, now: UInt64) {
+        for key in request.keys { held[key] = Holder(ticket: request.ticket, name: request.name, since: now) }
+    }
+
+    /// Who holds `key`, if anyone.
+    func holder(of key: Key) -> Holder? { held[key] }
+
+    /// Whether `ticket` is waiting in line.
+    func isWaiting(_ ticket: UInt64) -> Bool { waiting.contains { $0.ticket == ticket } }
+
+    /// Requests waiting (for tests).
+    var waitingCount: Int { waiting.count }
+}
+
+/// The process's ``ExclusivityBook``, and the commands to tell when their request is granted.
+enum Exclusivity {
+    /// A granted request's continuation, given its ticket; run outside the lock.
+    typealias Grant = @Sendable (UInt64) -> Void
+
+    private struct State {
+        var book = ExclusivityBook()
+        var continuations: [UInt64: Grant] = [:]
+    }
+
+    // Guards the book and the continuations of waiting requests.
+    private static let state = Locked(State())
+
+    /// Asks for `keys` for the command `name`: `granted` runs once they are all held, at once on this
+    /// thread (before this returns) or later on the thread that released the last of them. Returns the
+    /// ticket to leave with.
+    @discardableResult
+    static func request(_ keys: [ExclusivityBook.Key], name: String, granted: @escaping Grant) -> UInt64 {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let (ticket, grantedNow) = state.withLock { state -> (UInt64, Bool) in
+            let (ticket, grantedNow) = state.book.request(keys, name: name, now: now)
+            if !grantedNow { state.continuations[ticket] = granted }
+            return (ticket, grantedNow)
+        }
+        if grantedNow { granted(ticket) }
+        return ticket
+    }
+
+    /// Releases the ticket's keys, or takes it out of the line; grants whoever is next.
+    static func leave(_ ticket: UInt64) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let next = state.withLock { state -> [(UInt64, Grant)] in
+            state.continuations[ticket] = nil
+            return state.book.leave(ticket, now: now).compactMap { granted in
+                state.continuations.removeValue(forKey: granted).map { (granted, $0) }
+            }
+        }
+        for (granted, grant) in next { grant(granted) }
+    }
+
+    /// Who holds `key` (for stall reports).
+    static func holder(of key: ExclusivityBook.Key) -> ExclusivityBook.Holder? {
+        state.withLock { $0.book.holder(of: key) }
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+
+/// A command's conditions and mutually exclusive categories, and how far the check before its run
+/// got: the gate between "every dependency finished" and "handed to its queue". Part of the command's
+/// state (nil for a command without conditions, which pays nothing), changed under its lock; a value
+/// type, tested without threads.
+///
+/// ```
+/// closed --dependencies finished--> evaluating --all true--> waitingForCategories --granted--> open
+///                                        |                            |
+///                                        +--false / throw--> failed   +--(no categories)--> open
+/// ```
+///
+/// Either path may open it: the engine (a command it executes becomes ready) or a queue of yours
+/// (a command it holds has every dependency finished); whichever comes first opens it, the other
+/// waits for it.
+struct Gate: Sendable {
+    enum Phase: Sendable, Equatable {
+        case closed
+        case evaluating
+        case waitingForCategories
+        case open
+        case failed
+    }
+
+    /// What to do when the command's dependencies have finished.
+    enum Arrival: Sendable, Equatable {
+        /// The gate is open: go on.
+        case pass
+        /// The gate was closed and is now evaluating: start the evaluation.
+        case evaluate
+        /// Someone else is evaluating (or it failed): nothing to do now.
+        case wait
+    }
+
+    var conditions: [any CommandCondition] = []
+    private(set) var phase = Phase.closed
+    /// The engine made the command ready while the gate was not open: continue its hand-over when it
+    /// opens.
+    private(set) var engineWaiting = false
+    /// The evaluation under way, to cancel.
+    var evaluation: GateEvaluation?
+    /// The exclusivity ticket, waiting in line or holding.
+    var ticket: UInt64?
+    /// The groups whose hold each category runs inside (see ``ExclusivityBook/Key/scope``), given by
+    /// the group that runs this command.
+    var scopes: [String: ObjectIdentifier] = [:]
+
+    /// The categories of every condition, sorted.
+    var categories: [String] { Set(conditions.flatMap(\.mutuallyExclusiveCategories)).sorted() }
+
+    /// The keys to ask ``Exclusivity`` for.
+    var keys: [ExclusivityBook.Key] { categories.map { ExclusivityBook.Key(category: $0, scope: scopes[$0]) } }
+
+    /// The dependencies finished; `engine`: the engine made the command ready (else a queue of yours
+    /// asked for `isReady`).
+    mutating func arrive(engine: Bool) -> Arrival {
+        switch phase {
+        case .open:
+            return .pass
+        case .closed:
+            phase = .evaluating
+            if engine { engineWaiting = true }
+            return .evaluate
+        case .evaluating, .waitingForCategories:
+            if engine { engineWaiting = true }
+            return .wait
+        case .failed:
+            return .wait
+        }
+    }
+
+    /// Every condition was true: wait for the categories, or open if there are none. False if the
+    /// gate was not evaluating (the command ended meanwhile).
+    mutating func conditionsPassed() -> Bool {
+        guard phase == .evaluating else { return false }
+        evaluation = nil
+        phase = categories.isEmpty ? .open : .waitingForCategories
+        return true
+    }
+
+    /// The categories were granted with `ticket`: open. False if the command ended meanwhile (the
+    /// caller leaves the ticket).
+    mutating func granted(_ ticket: UInt64) -> Bool {
+        guard phase == .waitingForCategories else { return false }
+        self.ticket = ticket
+        phase = .open
+        return true
+    }
+
+    /// Opened: whether the engine's hand-over waits for it (cleared).
+    mutating func takeEngineWaiting() -> Bool {
+        defer { engineWaiting = false }
+        return engineWaiting
+    }
+
+    /// A condition failed: false if the gate was not evaluating.
+    mutating func failed() -> Bool {
+        guard phase == .evaluating else { return false }
+        phase = .failed
+        evaluation = nil
+        return true
+    }
+
+    /// The command ended (any way): what to undo, once the lock is released.
+    mutating func end() -> GateCleanup {
+        let cleanup = GateCleanup(evaluation: evaluation, ticket: ticket)
+        evaluation = nil
+        ticket = nil
+        if phase != .open { phase = .failed }
+        return cleanup
+    }
+}
+
+/// What a command's ending undoes of its gate: an evaluation to cancel, categories to release (or a
+/// place in line to leave).
+struct GateCleanup: Sendable {
+    let evaluation: GateEvaluation?
+    let ticket: UInt64?
+
+    var isEmpty: Bool { evaluation == nil && ticket == nil }
+
+    func perform() {
+        evaluation?.cancel()
+        if let ticket { Exclusivity.leave(ticket) }
+    }
+}
+
+/// One evaluation of a command's conditions, all at once: each condition's dependency, then its
+/// `evaluate` in a task. The first false or throwing condition ends it (the others' tasks and
+/// unfinished dependencies are cancelled); so does a cancel of the command.
+final class GateEvaluation: Sendable {
+    /// How a condition ended.
+    enum Verdict: Sendable {
+        case passed
+        case failed(condition: String, error: (any Error)?)
+    }
+
+    private struct State {
+        var remaining: Int
+        var done = false
+        var tasks: [Task<Void, Never>] = []
+        var dependencies: [Operation] = []
+    }
+
+    // Guards the count, the done flag, and what to cancel.
+    private let state: Locked<State>
+    /// Told once: all passed, or the first failure.
+    private let finish: @Sendable (Verdict) -> Void
+
+    init(count: Int, finish: @escaping @Sendable (Verdict) -> Void) {
+        state = Locked(State(remaining: count))
+        self.finish = finish
+    }
+
+    /// Evaluates `condition` for `command`: its dependency first (unless none), then `evaluate`.
+    func start(_ condition: any CommandCondition, for command: Operation) {
+        if let dependency = condition.dependency(for: command) {
+            let runs = state.withLock { state -> Bool in
+                if state.done { return false }
+                state.dependencies.append(dependency)
+                return true
+            }
+            guard runs else { return }
+            ConditionDependencies.run(dependency) { [self] in evaluate(condition, for: command) }
+        } else {
+            evaluate(condition, for: command)
+        }
+    }
+
+    private func evaluate(_ condition: any CommandCondition, for command: Operation) {
+        // Holds the command weakly: a cancel ends the command, and the evaluation with it.
+        let box = WeakOperation(command)
+        let task = Task { [self] in
+            guard let command = box.operation else { return }
+            let verdict: Verdict
+            do {
+                verdict =
+                    try await condition.evaluate(for: command)
+                    ? .passed : .failed(condition: condition.name, error: nil)
+            } catch {
+                verdict = .failed(condition: condition.name, error: error)
+            }
+            report(verdict)
+        }
+        let cancelled = state.withLock { state -> Bool in
+            if state.done { return true }
+            state.tasks.append(task)
+            return false
+        }
+        if cancelled { task.cancel() }
+    }
+
+    private func report(_ verdict: Verdict) {
+        let outcome = state.withLock { state -> (Verdict, [Task<Void, Never>], [Operation])? in
+            if state.done { return nil }
+            switch verdict {
+            case .passed:
+                state.remaining -= 1
+                guard state.remaining == 0 else { return nil }
+                state.done = true
+                return (verdict, [], [])
+            case .failed:
+                state.done = true
+                defer {
+                    state.tasks = []
+                    state.dependencies = []
+                }
+                return (verdict, state.tasks, state.dependencies)
+            }
+        }
+        guard let (verdict, tasks, dependencies) = outcome else { return }
+        for task in tasks { task.cancel() }
+        for dependency in dependencies where !dependency.isFinished { dependency.cancel() }
+        finish(verdict)
+    }
+
+    /// The command ended first: cancel every task and unfinished dependency; `finish` is not called.
+    func cancel() {
+        let (tasks, dependencies) = state.withLock { state -> ([Task<Void, Never>], [Operation]) in
+            if state.done { return ([], []) }
+            state.done = true
+            defer {
+                state.tasks = []
+                state.dependencies = []
+            }
+            return (state.tasks, state.dependencies)
+        }
+        for task in tasks { task.cancel() }
+        for dependency in dependencies where !dependency.isFinished { dependency.cancel() }
+    }
+}
+
+/// Runs a condition's dependency: a command is executed, a plain operation added to an engine queue
+/// (unless it already runs or finished); `then` is called once it finished, however it ended.
+enum ConditionDependencies {
+    /// Plain operations' queue (they have no dependencies of the engine's to wait for).
+    private static let queue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.name = "AwesomeCommand condition dependencies"
+        return queue
+    }()
+
+    static func run(_ dependency: Operation, then: @escaping @Sendable () -> Void) {
+        if let command = dependency as? any ConditionDependency {
+            command.runAsConditionDependency(then: then)
+            return
+        }
+        PlainOperationWatcher.watch(dependency, finished: then)
+        if !dependency.isExecuting && !dependency.isFinished { queue.addOperation(dependency) }
+    }
+}
+
+/// A command run as a condition's dependency, whatever its output type.
+protocol ConditionDependency: Sendable {
+    func runAsConditionDependency(then: @escaping @Sendable () -> Void)
+}

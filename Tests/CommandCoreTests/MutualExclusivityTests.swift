@@ -1,0 +1,322 @@
+import CommandTestSupport
+import Dispatch
+import Foundation
+import Testing
+
+@testable import CommandCore
+
+/// Counts holders per category, as the commands themselves see it: a run that starts while another
+/// command of its category runs is recorded as an overlap.
+private final class Occupancy: Sendable {
+    private struct State {
+        var holders: [String: Int] = [:]
+        var overlaps: [String] = []
+        var order: [String] = []
+    }
+    // Guards the counts, the overlaps and the order of runs.
+    private let state = Locked(State())
+
+    func enter(_ categories: [String], name: String) {
+        state.withLock { state in
+            state.order.append(name)
+            for category in categories {
+                state.holders[category, default: 0] += 1
+                if state.holders[category]! > 1 { state.overlaps.append("\(name) in \(category)") }
+            }
+        }
+    }
+
+    func leave(_ categories: [String]) {
+        state.withLock { state in for category in categories { state.holders[category]! -= 1 } }
+    }
+
+    var overlaps: [String] { state.withLock { $0.overlaps } }
+    var order: [String] { state.withLock { $0.order } }
+}
+
+/// A command in `categories` that records its run in `occupancy` and ends on another thread.
+private func exclusive(_ name: String, _ categories: [String], _ occupancy: Occupancy) -> Command<Int> {
+    let command = Command<Int> { result in
+        occupancy.enter(categories, name: name)
+        DispatchQueue.global().async {
+            occupancy.leave(categories)
+            result.succeed(1)
+        }
+        return nil
+    }
+    command.name = name
+    for category in categories { command.add(condition: MutuallyExclusive(category: category)) }
+    return command
+}
+
+extension CommandState {
+    fileprivate var isCompleted: Bool {
+        if case .completed = self { return true }
+        return false
+    }
+    fileprivate var isPending: Bool {
+        if case .pending = self { return true }
+        return false
+    }
+}
+
+private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
+    let done = Checkpoint(count: commands.count)
+    for command in commands {
+        command.observeState(on: .immediate) { if $0.isTerminal { done.fulfill() } }
+    }
+    return done
+}
+
+/// ProcedureKit's `MutualExclusivityTests`, ported (a procedure is a command, `MutuallyExclusive<T>`
+/// takes a category string; the case about `ProcedureQueue`'s internal lock API is not ported: this
+/// library has no queue subclass), plus this library's own rules: all categories at once, FIFO,
+/// leaving the line on cancel, and a load test.
+@Suite struct MutualExclusivityTests {
+    @Test func mutuallyExclusive_nameCategory_andEvaluatesTrue() async throws {
+        let condition = MutuallyExclusive(category: "testing")
+        #expect(condition.name == "MutuallyExclusive<testing>")
+        #expect(condition.mutuallyExclusiveCategories == ["testing"])
+        #expect(try await condition.evaluate(for: Command<Int>()))
+    }
+
+    @Test func mutuallyExclusiveCommands_canBeExecuted() async {
+        let occupancy = Occupancy()
+        let commands = [exclusive("one", ["alert"], occupancy), exclusive("two", ["alert"], occupancy)]
+        let done = ended(commands)
+        for command in commands { command.execute(on: .immediate) { _ in } }
+        #expect(await done.wait())
+        #expect(commands.allSatisfy { $0.state.isCompleted })
+        #expect(occupancy.overlaps.isEmpty)
+    }
+
+    /// Three in one category on a wide queue of yours, added from several threads at once
+    /// (ProcedureKit #543): never two at once.
+    @Test func mutuallyExclusive_inAWideUserQueue_addedConcurrently_runOneAtATime() async {
+        for _ in 0..<20 {
+            let occupancy = Occupancy()
+            let commands = (0..<3).map { exclusive("c\($0)", ["alert"], occupancy) }
+            let done = ended(commands)
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 3
+            for command in commands { DispatchQueue.global().async { queue.addOperation(command) } }
+            #expect(await done.wait())
+            #expect(occupancy.overlaps.isEmpty)
+            #expect(occupancy.order.count == 3)
+        }
+    }
+
+    /// Served in the order they became ready, per category.
+    @Test func waiters_areServedFirstInFirstOut() async {
+        let occupancy = Occupancy()
+        let holdRelease = Locked<CommandResult<Int>?>(nil)
+        let holding = Checkpoint()
+        let holder = Command<Int> { result in
+            occupancy.enter(["file"], name: "holder")
+            holdRelease.withLock { $0 = result }
+            holding.fulfill()
+            return nil
+        }
+        holder.add(condition: MutuallyExclusive(category: "file"))
+        holder.execute(on: .immediate) { _ in }
+        #expect(await holding.wait())
+        let waiters = (0..<20).map { exclusive("w\($0)", ["file"], occupancy) }
+        let done = ended(waiters)
+        for waiter in waiters {
+            // One after the other, each waiting before the next is executed.
+            waiter.execute(on: .immediate) { _ in }
+        }
+        occupancy.leave(["file"])
+        holdRelease.withLock { $0 }?.succeed(0)
+        #expect(await done.wait())
+        #expect(occupancy.order == ["holder"] + (0..<20).map { "w\($0)" })
+        #expect(occupancy.overlaps.isEmpty)
+    }
+
+    /// `[a, b]` against `[b, a]` (a ProcedureKit deadlock): all categories are taken at once, so
+    /// neither holds one while waiting for the other.
+    @Test func twoCategoriesInOppositeOrders_neverDeadlock() async {
+        for _ in 0..<200 {
+            let occupancy = Occupancy()
+            let commands = [
+                exclusive("ab", ["a", "b"], occupancy), exclusive("ba", ["b", "a"], occupancy),
+                exclusive("a", ["a"], occupancy), exclusive("b", ["b"], occupancy),
+            ]
+            let done = ended(commands)
+            for command in commands { DispatchQueue.global().async { command.execute(on: .immediate) { _ in } } }
+            #expect(await done.wait(seconds: 30))
+            #expect(occupancy.overlaps.isEmpty)
+        }
+    }
+
+    /// A condition's dependency in the command's own category (a ProcedureKit deadlock): the
+    /// dependency runs before the command asks for the category, so both finish.
+    @Test func conditionDependencyInTheSameCategory_finishes() async {
+        let occupancy = Occupancy()
+        let signIn = exclusive("sign in", ["alert"], occupancy)
+        let command = exclusive("show", ["alert"], occupancy)
+        struct SignedIn: CommandCondition {
+            let signIn: Operation
+            func dependency(for command: Operation) -> Operation? { signIn }
+            func evaluate(for command: Operation) async throws -> Bool { true }
+        }
+        command.add(condition: SignedIn(signIn: signIn))
+        let done = ended([command, signIn])
+        command.execute(on: .immediate) { _ in }
+        #expect(await done.wait(seconds: 30))
+        #expect(occupancy.order == ["sign in", "show"])
+        #expect(command.state.isCompleted)
+    }
+
+    /// Cancelled while waiting for a category: it leaves the line at once and ends cancelled; the
+    /// next waiter is served when the holder ends.
+    @Test func cancelledWhileWaiting_leavesTheLine() async {
+        let occupancy = Occupancy()
+        let holdRelease = Locked<CommandResult<Int>?>(nil)
+        let holding = Checkpoint()
+        let holder = Command<Int> { result in
+            holdRelease.withLock { $0 = result }
+            holding.fulfill()
+            return nil
+        }
+        holder.add(condition: MutuallyExclusive(category: "file"))
+        holder.execute(on: .immediate) { _ in }
+        #expect(await holding.wait())
+        let cancelled = exclusive("cancelled", ["file"], occupancy)
+        let next = exclusive("next", ["file"], occupancy)
+        let cancelledEnded = ended([cancelled])
+        let nextEnded = ended([next])
+        cancelled.execute(on: .immediate) { _ in }
+        next.execute(on: .immediate) { _ in }
+        cancelled.cancel()
+        #expect(await cancelledEnded.wait())
+        if case .cancelled = cancelled.state {} else { Issue.record("\(cancelled.state)") }
+        #expect(next.state.isPending)
+        holdRelease.withLock { $0 }?.succeed(0)
+        #expect(await nextEnded.wait())
+        #expect(occupancy.order == ["next"])
+    }
+
+    /// A run that fails, throws away its result or is cancelled while running releases its
+    /// categories: the next command of the category runs.
+    @Test func everyEnding_releasesTheCategories() async {
+        struct Boom: Error {}
+        let failing = Command<Int> { result in
+            result.fail(Boom())
+            return nil
+        }
+        let abandoning = Command<Int> { _ in nil }
+        let running = Locked<CommandResult<Int>?>(nil)
+        let started = Checkpoint()
+        let cancelledWhileRunning = Command<Int> { result in
+            running.withLock { $0 = result }
+            started.fulfill()
+            return nil
+        }
+        for command in [failing, abandoning, cancelledWhileRunning] {
+            command.add(condition: MutuallyExclusive(category: "release"))
+        }
+        let first = ended([failing, abandoning])
+        failing.execute(on: .immediate) { _ in }
+        abandoning.execute(on: .immediate) { _ in }
+        #expect(await first.wait())
+        cancelledWhileRunning.execute(on: .immediate) { _ in }
+        #expect(await started.wait())
+        cancelledWhileRunning.cancel()
+        let occupancy = Occupancy()
+        let last = exclusive("last", ["release"], occupancy)
+        let lastEnded = ended([last])
+        last.execute(on: .immediate) { _ in }
+        #expect(await lastEnded.wait())
+        #expect(last.state.isCompleted)
+    }
+
+    /// 10,000 commands in 8 categories, 1-3 each, executed from 4 threads and through two queues of
+    /// yours, random cancels: never two holders of a category at once, every command ends once.
+    @Test func load_tenThousandCommands_eightCategories_neverOverlap() async {
+        let count = StressScale.pick(short: 10_000, long: 100_000)
+        var random = SeededRandom(seed: 42)
+        let occupancy = Occupancy()
+        let categories = (0..<8).map { "k\($0)" }
+        var commands: [Command<Int>] = []
+        for index in 0..<count {
+            let picked = Array(categories.shuffled(using: &random).prefix(Int.random(in: 1...3, using: &random)))
+            commands.append(exclusive("n\(index)", picked, occupancy))
+        }
+        let endings = Locked([Int](repeating: 0, count: count))
+        let done = Checkpoint(count: count)
+        for (index, command) in commands.enumerated() {
+            command.observeState(on: .immediate) { state in
+                guard state.isTerminal else { return }
+                endings.withLock { $0[index] += 1 }
+                done.fulfill()
+            }
+        }
+        let queues = (0..<2).map { _ in OperationQueue() }
+        queues[1].maxConcurrentOperationCount = 4
+        let cancels = (0..<count).filter { _ in Int.random(in: 0..<20, using: &random) == 0 }
+        let viaQueue = Set((0..<count).filter { $0 % 5 == 0 })
+        let batches = stride(from: 0, to: count, by: count / 4).map { Array($0..<min($0 + count / 4, count)) }
+        for batch in batches {
+            let batchCommands = batch.map { commands[$0] }
+            let batchViaQueue = batch.map { viaQueue.contains($0) }
+            Thread {
+                for (offset, command) in batchCommands.enumerated() {
+                    if batchViaQueue[offset] {
+                        queues[offset % 2].addOperation(command)
+                    } else {
+                        command.execute(on: .immediate) { _ in }
+                    }
+                }
+            }.start()
+        }
+        let toCancel = cancels.map { commands[$0] }
+        DispatchQueue.global().async { for command in toCancel { command.cancel() } }
+        #expect(await done.wait(seconds: 300))
+        #expect(occupancy.overlaps.isEmpty, "\(occupancy.overlaps.prefix(5))")
+        #expect(endings.withLock { $0 }.allSatisfy { $0 == 1 })
+    }
+}
+
+/// The book of holds and waiters as a value.
+@Suite struct ExclusivityBookTests {
+    private func key(_ category: String) -> ExclusivityBook.Key { .init(category: category, scope: nil) }
+
+    @Test func grantsAllOrNothing_firstInFirstOutPerCategory() {
+        var book = ExclusivityBook()
+        let a = book.request([key("a")], name: "a", now: 0)
+        #expect(a.granted)
+        let ab = book.request([key("a"), key("b")], name: "ab", now: 0)
+        #expect(!ab.granted)  // a is held: b is not taken meanwhile
+        let b = book.request([key("b")], name: "b", now: 0)
+        #expect(!b.granted)  // b is wanted by an earlier waiter
+        let c = book.request([key("c")], name: "c", now: 0)
+        #expect(c.granted)  // nobody wants c
+        #expect(book.leave(a.ticket, now: 1) == [ab.ticket])
+        #expect(book.holder(of: key("b"))?.name == "ab")
+        #expect(book.leave(ab.ticket, now: 2) == [b.ticket])
+    }
+
+    @Test func leavingTheLine_grantsWhoWasBehind() {
+        var book = ExclusivityBook()
+        let holder = book.request([key("a")], name: "holder", now: 0)
+        let blocked = book.request([key("a"), key("b")], name: "blocked", now: 0)
+        let behind = book.request([key("b")], name: "behind", now: 0)
+        #expect(!behind.granted)
+        #expect(book.leave(blocked.ticket, now: 1) == [behind.ticket])
+        #expect(book.isWaiting(blocked.ticket) == false)
+        #expect(book.leave(holder.ticket, now: 2).isEmpty)
+    }
+
+    @Test func scopes_keepAGroupsChildrenApartFromOtherHolders() {
+        var book = ExclusivityBook()
+        let group = ObjectIdentifier(NSObject())
+        let parent = book.request([key("a")], name: "group", now: 0)
+        #expect(parent.granted)
+        let child = book.request([.init(category: "a", scope: group)], name: "child", now: 0)
+        #expect(child.granted)
+        let sibling = book.request([.init(category: "a", scope: group)], name: "sibling", now: 0)
+        #expect(!sibling.granted)
+        #expect(book.leave(child.ticket, now: 1) == [sibling.ticket])
+    }
+}
