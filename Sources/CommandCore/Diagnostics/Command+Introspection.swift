@@ -22,6 +22,12 @@ package protocol TrackableCommand: AnyObject {
     var displayName: String { get }
     var state: CommandState { get }
     var timing: CommandTiming { get }
+    /// The mutually exclusive categories of its conditions, sorted.
+    var mutuallyExclusiveCategories: [String] { get }
+    /// Its gate's phase (nil without conditions): "evaluating", "waitingForCategories", ...
+    var gatePhase: String? { get }
+    /// Who holds the categories it waits for.
+    var categoryHolders: [(category: String, holder: String, since: UInt64)] { get }
 }
 
 extension Command: TrackableCommand {}

@@ -22,6 +22,12 @@ public enum GraphReport {
         /// Commands a combinator subscribed to while running (`then { }`, `flatMap`, `catch`, `retry`,
         /// `bind`), still alive.
         let runTime: [ObjectIdentifier]
+        /// Its mutually exclusive categories.
+        var categories: [String] = []
+        /// Its conditions' check, while it is under way: "evaluating" or "waitingForCategories".
+        var gatePhase: String?
+        /// Who holds the categories it waits for.
+        var holders: [(category: String, holder: String, since: UInt64)] = []
     }
 
     /// The commands and plain operations reachable from `roots` through dependencies, combinator
@@ -37,11 +43,13 @@ public enum GraphReport {
             if let command = operation as? any TrackableCommand {
                 let (dependencies, inputs, runTime) =
                     (command.dependencies, command.inputCommands, command.runTimeInputs)
+                let gatePhase = command.gatePhase
                 nodes.append(
                     Node(
                         id: nodes.count, name: command.displayName, isCommand: true, state: command.state,
                         timing: command.timing, dependencies: ids(dependencies), inputs: ids(inputs),
-                        runTime: ids(runTime)))
+                        runTime: ids(runTime), categories: command.mutuallyExclusiveCategories, gatePhase: gatePhase,
+                        holders: gatePhase == "waitingForCategories" ? command.categoryHolders : []))
                 stack += dependencies + inputs + runTime
             } else {
                 let dependencies = operation.dependencies
@@ -70,6 +78,7 @@ public enum GraphReport {
     static func label(_ node: Node) -> String {
         var label = "\(node.name)\n\(node.isCommand ? "" : "Operation, ")\(node.state.shortName)"
         if let duration = node.timing.runDuration { label += ", \(format(duration))" }
+        if !node.categories.isEmpty { label += "\nexclusive: \(node.categories.joined(separator: ", "))" }
         return label
     }
 
@@ -212,8 +221,20 @@ public enum GraphReport {
                 case .executing:
                     what = "running\(waited)" + (runTime.isEmpty ? "" : ", waiting on its run-time input \(runTime)")
                 default:
-                    if node.timing.executedAt == nil {
+                    if node.timing.executedAt == nil && node.gatePhase != "evaluating"
+                        && node.gatePhase != "waitingForCategories"
+                    {
                         what = "never executed"
+                    } else if node.gatePhase == "evaluating" {
+                        what = "waiting\(waited) for its conditions to be evaluated"
+                    } else if node.gatePhase == "waitingForCategories" {
+                        let held = node.holders.map {
+                            "category '\($0.category)' held by '\($0.holder)' (running \(format(.nanoseconds(Int64(now &- $0.since)))))"
+                        }
+                        what =
+                            held.isEmpty
+                            ? "waiting\(waited) for its categories \(node.categories.map { "'\($0)'" }.joined(separator: ", "))"
+                            : "waits for \(held.joined(separator: ", "))"
                     } else if blockers.isEmpty {
                         what = "ready, waiting to start (for an admission slot or in its queue)\(waited)"
                     } else {
