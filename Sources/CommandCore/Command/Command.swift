@@ -327,7 +327,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if let ending { perform(ending) }
     }
 
-    func diagnose(_ code: CommandError.Code, _ message: String) {
+    package func diagnose(_ code: CommandError.Code, _ message: String) {
         CommandDiagnostics.report(
             CommandDiagnostic(commandID: ObjectIdentifier(self), command: displayName, code: code, message: message))
     }

@@ -44,6 +44,9 @@ extension Command {
         }
     }
 
+    /// The groups whose hold each of this command's categories runs inside (see `scopeCategories`).
+    package var categoryScopes: [String: ObjectIdentifier] { machine.withLock { $0.gate?.scopes ?? [:] } }
+
     /// Who holds each category this command waits for: (category, holder's name, held since).
     package var categoryHolders: [(category: String, holder: String, since: UInt64)] {
         let keys = machine.withLock { $0.gate?.keys ?? [] }

@@ -28,6 +28,8 @@ public enum GraphReport {
         var gatePhase: String?
         /// Who holds the categories it waits for.
         var holders: [(category: String, holder: String, since: UInt64)] = []
+        /// A group's children (see `GroupCommand`).
+        var members: [ObjectIdentifier] = []
     }
 
     /// The commands and plain operations reachable from `roots` through dependencies, combinator
@@ -51,6 +53,11 @@ public enum GraphReport {
                         runTime: ids(runTime), categories: command.mutuallyExclusiveCategories, gatePhase: gatePhase,
                         holders: gatePhase == "waitingForCategories" ? command.categoryHolders : []))
                 stack += dependencies + inputs + runTime
+                if let group = operation as? GroupCommand {
+                    let members = group.children
+                    nodes[nodes.count - 1].members = ids(members)
+                    stack += members
+                }
             } else {
                 let dependencies = operation.dependencies
                 nodes.append(
@@ -111,6 +118,15 @@ public enum GraphReport {
             let shape = node.isCommand ? "" : ", shape=ellipse"
             lines.append("    n\(node.id) [label=\"\(text)\", fillcolor=\"\(node.state.colour)\"\(shape)];")
         }
+        lines += clusters(nodes, index) { node, depth, members in
+            let indent = String(repeating: "    ", count: depth + 1)
+            return [
+                "\(indent)subgraph cluster_n\(node.id) {", "\(indent)    label=\"\(node.name)\"; style=dashed;",
+                "\(indent)    n\(node.id);",
+            ] + members + ["\(indent)}"]
+        } member: { node, depth in
+            "\(String(repeating: "    ", count: depth + 2))n\(node.id);"
+        }
         for node in nodes {
             for dependency in node.dependencies { lines.append("    n\(index[dependency]!) -> n\(node.id);") }
             for input in node.inputs { lines.append("    n\(index[input]!) -> n\(node.id) [style=dashed];") }
@@ -136,12 +152,54 @@ public enum GraphReport {
                 of: "\n", with: "<br/>")
             lines.append(node.isCommand ? "    n\(node.id)[\"\(text)\"]" : "    n\(node.id)([\"\(text)\"])")
         }
+        lines += clusters(nodes, index) { node, depth, members in
+            let indent = String(repeating: "    ", count: depth + 1)
+            let title = node.name.replacingOccurrences(of: "\"", with: "'")
+            return ["\(indent)subgraph g\(node.id) [\"\(title)\"]", "\(indent)    n\(node.id)"] + members + [
+                "\(indent)end"
+            ]
+        } member: { node, depth in
+            "\(String(repeating: "    ", count: depth + 2))n\(node.id)"
+        }
         for node in nodes {
             for dependency in node.dependencies { lines.append("    n\(index[dependency]!) --> n\(node.id)") }
             for input in node.inputs { lines.append("    n\(index[input]!) -.-> n\(node.id)") }
             for input in node.runTime { lines.append("    n\(index[input]!) -. run time .-> n\(node.id)") }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The clusters of the groups among `nodes` (a group's children, a nested group as a cluster inside
+    /// its parent's), each drawn by `cluster` (given its member lines) and `member`.
+    static func clusters(
+        _ nodes: [Node], _ index: [ObjectIdentifier: Int],
+        cluster: (Node, _ depth: Int, _ members: [String]) -> [String], member: (Node, _ depth: Int) -> String
+    ) -> [String] {
+        let nested = Set(nodes.flatMap(\.members))
+        var drawn = Set<Int>()
+        func draw(_ group: Node, depth: Int) -> [String] {
+            drawn.insert(group.id)
+            var lines: [String] = []
+            for id in group.members {
+                guard let position = index[id], !drawn.contains(position) else { continue }
+                let child = nodes[position]
+                if child.members.isEmpty {
+                    drawn.insert(position)
+                    lines.append(member(child, depth))
+                } else {
+                    lines += draw(child, depth: depth + 1)
+                }
+            }
+            return cluster(group, depth, lines)
+        }
+        var identity: [Int: ObjectIdentifier] = [:]
+        for (id, position) in index { identity[position] = id }
+        var lines: [String] = []
+        for node in nodes where !node.members.isEmpty && !drawn.contains(node.id) {
+            if let id = identity[node.id], nested.contains(id) { continue }
+            lines += draw(node, depth: 0)
+        }
+        return lines
     }
 
     /// A run as Chrome trace-event JSON (load it in Perfetto or chrome://tracing): per command, a
@@ -151,11 +209,19 @@ public enum GraphReport {
 
     /// A run as Chrome trace-event JSON; see ``chromeTrace(_:)-(Operation...)``.
     public static func chromeTrace(_ roots: [Operation]) -> String {
-        let (nodes, _) = walk(roots)
+        let (nodes, index) = walk(roots)
         let origin = nodes.compactMap { $0.timing.executedAt ?? $0.timing.readyAt }.min() ?? 0
         func microseconds(_ time: UInt64) -> Double { Double(time &- origin) / 1000 }
         var events: [[String: Any]] = []
         var threads: [UInt64: Int] = [:]
+        // A group's children get a row each (named after the child), below the threads' rows.
+        let grouped = Set(nodes.flatMap(\.members).compactMap { index[$0] })
+        for position in grouped.sorted() {
+            events.append([
+                "name": "thread_name", "ph": "M", "pid": 1, "tid": 1000 + position,
+                "args": ["name": "\(nodes[position].name) (in a group)"],
+            ])
+        }
         for node in nodes {
             if let ready = node.timing.readyAt {
                 events.append([
@@ -173,7 +239,8 @@ public enum GraphReport {
             let ended = node.timing.endedAt ?? started
             events.append([
                 "name": node.name, "cat": node.state.shortName, "ph": "X", "ts": microseconds(started),
-                "dur": Double(ended &- started) / 1000, "pid": 1, "tid": thread,
+                "dur": Double(ended &- started) / 1000, "pid": 1,
+                "tid": grouped.contains(node.id) ? 1000 + node.id : thread,
                 "args": ["state": "\(node.state)"],
             ])
         }

@@ -1,0 +1,320 @@
+import CommandCore
+import Foundation
+
+/// A graph of commands that is itself one command: one thing to execute, observe, cancel, depend on
+/// and nest (ProcedureKit's `GroupProcedure`).
+///
+/// ```swift
+/// let group = GroupCommand(name: "login", children: [fetchToken, loadProfile, showHome])  // edges as usual
+/// group.add(child: analytics)          // before or while it runs (from a child's run, say)
+/// group.maxConcurrentChildren = 2      // default: no limit
+/// group.execute { event in ... }       // value(outcome), then completed (or failed)
+/// ```
+///
+/// **Running.** The group's run executes its children (commands; a plain `Operation` is added to an
+/// engine queue), honouring their edges and ``maxConcurrentChildren`` (a child runs once every
+/// dependency of it that is a child of the group ended, and while fewer than that many children
+/// run). Children added while it runs join the run. Executing a child yourself before the group runs
+/// takes it out of the group's hands (it runs once, and the group waits for its end).
+///
+/// **Ending.** The group ends when every child ended, then sends the ``Graph/Outcome`` (the
+/// children's names by how they ended) and completes; if a child failed, it sends the outcome and
+/// fails with a ``CommandError`` of code `dependencyFailed` naming the first failed child (its error
+/// as `underlying`). With ``ChildFailurePolicy/cancelSiblings`` the first failure cancels the other
+/// children. Cancelled children alone do not fail the group (the outcome lists them). No child:
+/// it completes at once.
+///
+/// **Cancel.** Cancelling the group cancels every child (each ends once); cancelling a child does
+/// not cancel the group.
+///
+/// **Conditions and exclusivity.** The group's conditions are checked before its run, and its
+/// categories are held for its whole run. A child in a category the group holds runs inside the
+/// group's hold: exclusive with its siblings in that category, not with the group (no deadlock, at
+/// any depth of nesting).
+///
+/// **Progress.** The group's `progress` has each child's progress as a child of weight 1, and one
+/// unit of its own, completed when the group ends. `GraphReport` draws a group as a cluster of its
+/// children.
+///
+/// Events reach observers as for any command: on their context, in order.
+public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
+    /// What the first failed child does to its siblings.
+    public enum ChildFailurePolicy: Sendable, Equatable {
+        /// Let every child end, then fail (the default).
+        case waitForAll
+        /// Cancel the other children at the first failure.
+        case cancelSiblings
+    }
+
+    // `@unchecked Sendable`: every field is guarded by `book`'s lock.
+    private let book: Locked<GroupState>
+
+    /// Makes a group of `children` (their edges kept).
+    public init(name: String? = nil, children: [Operation] = []) {
+        book = Locked(GroupState(children: children))
+        super.init()
+        if let name { self.name = name }
+        // Cancelled (or failed by a dependency) before it ran: its children are cancelled too.
+        observeState(on: .immediate) { [weak self] state in
+            guard state.isTerminal, let self, !self.book.withLock({ $0.running }) else { return }
+            for child in self.children { child.cancel() }
+        }
+    }
+
+    /// The children, in the order they were added.
+    public var children: [Operation] { book.withLock { $0.children } }
+
+    /// How many children may run at once; default: no limit. Set before the group runs.
+    public var maxConcurrentChildren: Int {
+        get { book.withLock { $0.limit } }
+        set { book.withLock { $0.limit = max(1, newValue) } }
+    }
+
+    /// What the first failed child does to its siblings; default ``ChildFailurePolicy/waitForAll``.
+    public var childFailurePolicy: ChildFailurePolicy {
+        get { book.withLock { $0.policy } }
+        set { book.withLock { $0.policy = newValue } }
+    }
+
+    /// Adds `child`, before the group runs or while it runs (it joins the run). Once the group ended,
+    /// the child is not added: a diagnostic names the group (and a cancelled group cancels it). A
+    /// group being cancelled cancels the children that join it.
+    public func add(child: Operation) {
+        let outcome = book.withLock { state -> GroupState.Addition in state.add(child) }
+        switch outcome {
+        case .added: break
+        case .addedWhileRunning(let cancelling):
+            // A group being cancelled cancels what joins it.
+            if cancelling { child.cancel() }
+            pump()
+        case .ended:
+            // A cancelled group cancels what joins it, even late, so nothing waits for that child.
+            if isCancelled { child.cancel() }
+            diagnose(
+                .alreadyFinished,
+                "add(child: \(GroupState.name(child))) was called after the group ended; the child is not added (add children before the group ends)."
+            )
+        }
+    }
+
+    public override func run(_ result: CommandResult<Graph.Outcome>) -> (any Cancelable)? {
+        let scopes = exclusivityScopes
+        let children = book.withLock { state -> [Operation] in
+            state.result = result
+            state.scopes = scopes
+            state.running = true
+            return state.children
+        }
+        for child in children { prepare(child) }
+        pump()
+        return BlockCancelable { [self] in cancelChildren() }
+    }
+
+    /// The categories a child's request is scoped to: the group's own categories (held by this group)
+    /// over those the group itself runs inside.
+    private var exclusivityScopes: [String: ObjectIdentifier] {
+        var scopes = categoryScopes
+        for category in mutuallyExclusiveCategories { scopes[category] = ObjectIdentifier(self) }
+        return scopes
+    }
+
+    /// Scopes a child's categories and its progress to the group (once, when it joins the run).
+    private func prepare(_ child: Operation) {
+        let scopes = book.withLock { $0.scopes }
+        if let command = child as? any GroupChild {
+            command.scopeCategories(scopes)
+            ProgressGuard.addChild(command.progress, to: progress, weight: 1)
+        }
+        watch(child)
+    }
+
+    /// Observes `child`'s end.
+    private func watch(_ child: Operation) {
+        let id = ObjectIdentifier(child)
+        if let command = child as? any GroupChild {
+            command.observeEnd { [self] state in childEnded(id, state) }
+        } else {
+            PlainChildren.watch(child) { [self] state in childEnded(id, state) }
+        }
+    }
+
+    /// Starts every child that may start now (its sibling dependencies ended, under the limit).
+    private func pump() {
+        while let (child, newlyAdded) = book.withLock({ $0.nextToStart() }) {
+            if newlyAdded { prepare(child) }
+            if let command = child as? any GroupChild {
+                command.startAsChild()
+            } else {
+                PlainChildren.start(child)
+            }
+        }
+        finishIfDone()
+    }
+
+    private func childEnded(_ id: ObjectIdentifier, _ ending: CommandState) {
+        let cancelSiblings = book.withLock { $0.ended(id, ending) }
+        if cancelSiblings { cancelChildren() }
+        pump()
+    }
+
+    private func finishIfDone() {
+        guard let (result, outcome, firstFailure) = book.withLock({ $0.finish(groupName: displayName) }) else {
+            return
+        }
+        result.send(outcome)
+        if let (name, error) = firstFailure {
+            result.fail(
+                CommandError(
+                    code: .dependencyFailed, command: displayName,
+                    message:
+                        "'\(displayName)' failed because its child '\(name)' failed (\(error)); the outcome lists every child. "
+                        + "Fix or recover the child (catch/retry) to let the group complete.",
+                    dependency: name, underlying: error))
+        } else {
+            result.complete()
+        }
+    }
+
+    private func cancelChildren() {
+        let children = book.withLock { state -> [Operation] in
+            state.cancelling = true
+            return state.children
+        }
+        for child in children { child.cancel() }
+        // Children not started yet end by their cancel; start them so they finish (and are counted).
+        pump()
+    }
+}
+
+/// The group's bookkeeping: children, which started and ended, what to send. A value type under the
+/// group's lock.
+struct GroupState {
+    enum Addition { case added, addedWhileRunning(cancelling: Bool), ended }
+
+    var children: [Operation]
+    var ids: Set<ObjectIdentifier>
+    var started: Set<ObjectIdentifier> = []
+    /// Children added while the group runs, not prepared yet.
+    var fresh: Set<ObjectIdentifier> = []
+    var endings: [ObjectIdentifier: CommandState] = [:]
+    var names: [ObjectIdentifier: String] = [:]
+    var limit = Int.max
+    var policy = GroupCommand.ChildFailurePolicy.waitForAll
+    var running = false
+    var cancelling = false
+    var done = false
+    var scopes: [String: ObjectIdentifier] = [:]
+    var result: CommandResult<Graph.Outcome>?
+    /// The first failed child: its name and error.
+    var firstFailure: (String, any Error)?
+
+    init(children: [Operation]) {
+        var unique: [Operation] = []
+        var ids = Set<ObjectIdentifier>()
+        for child in children where ids.insert(ObjectIdentifier(child)).inserted { unique.append(child) }
+        self.children = unique
+        self.ids = ids
+    }
+
+    mutating func add(_ child: Operation) -> Addition {
+        if done { return .ended }
+        guard ids.insert(ObjectIdentifier(child)).inserted else { return .added }
+        children.append(child)
+        if running { fresh.insert(ObjectIdentifier(child)) }
+        return running ? .addedWhileRunning(cancelling: cancelling) : .added
+    }
+
+    var inFlight: Int { started.count - endings.count }
+
+    /// The next child to start, in the order added: every dependency of it that is a child ended,
+    /// and fewer than `limit` run (when cancelling, every child is started so it ends).
+    mutating func nextToStart() -> (Operation, newlyAdded: Bool)? {
+        guard running, !done else { return nil }
+        for child in children where !started.contains(ObjectIdentifier(child)) {
+            if !cancelling {
+                guard inFlight < limit else { return nil }
+                let waiting = child.dependencies.contains {
+                    ids.contains(ObjectIdentifier($0)) && endings[ObjectIdentifier($0)] == nil
+                }
+                if waiting { continue }
+            }
+            let id = ObjectIdentifier(child)
+            started.insert(id)
+            return (child, fresh.remove(id) != nil)
+        }
+        return nil
+    }
+
+    /// A child ended; whether to cancel its siblings now.
+    mutating func ended(_ id: ObjectIdentifier, _ state: CommandState) -> Bool {
+        guard ids.contains(id), endings[id] == nil else { return false }
+        endings[id] = state
+        if !started.contains(id) { started.insert(id) }  // ended before the group started it
+        if case .failed(let error) = state, firstFailure == nil {
+            let name = children.first { ObjectIdentifier($0) == id }.map(Self.name) ?? "child"
+            firstFailure = (name, error)
+            return policy == .cancelSiblings && !cancelling
+        }
+        return false
+    }
+
+    /// Every child ended: the result, outcome and first failure to report (once).
+    mutating func finish(groupName: String) -> (CommandResult<Graph.Outcome>, Graph.Outcome, (String, any Error)?)? {
+        guard running, !done, endings.count == children.count, let result else { return nil }
+        done = true
+        self.result = nil
+        var completed: [String] = [], failed: [String] = [], cancelled: [String] = []
+        for child in children {
+            let name = Self.name(child)
+            switch endings[ObjectIdentifier(child)] {
+            case .completed: completed.append(name)
+            case .failed: failed.append(name)
+            case .cancelled: cancelled.append(name)
+            default: break
+            }
+        }
+        return (result, Graph.Outcome(completed: completed, failed: failed, cancelled: cancelled), firstFailure)
+    }
+
+    static func name(_ child: Operation) -> String {
+        (child as? any GroupChild)?.displayName ?? child.name ?? String(describing: type(of: child))
+    }
+}
+
+/// A command as a group's child, whatever its output type.
+protocol GroupChild: AnyObject, Sendable {
+    var displayName: String { get }
+    var progress: Progress { get }
+    func scopeCategories(_ scopes: [String: ObjectIdentifier])
+    func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void)
+    func startAsChild()
+}
+
+extension Command: GroupChild {
+    func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void) {
+        observeState(on: .immediate) { state in if state.isTerminal { ended(state) } }
+    }
+
+    func startAsChild() { execute(on: .immediate) { _ in } }
+}
+
+/// Plain operations as children: run on an engine queue, their end watched.
+enum PlainChildren {
+    private static let queue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.name = "AwesomeCommand group children"
+        return queue
+    }()
+
+    static func start(_ operation: Operation) {
+        if !operation.isExecuting && !operation.isFinished { queue.addOperation(operation) }
+    }
+
+    static func watch(_ operation: Operation, ended: @escaping @Sendable (CommandState) -> Void) {
+        let watcher = BlockOperation {
+            ended(GraphReport.plainState(operation))
+        }
+        watcher.addDependency(operation)
+        queue.addOperation(watcher)
+    }
+}
