@@ -70,6 +70,16 @@ let package = Package(
             path: "Examples/ThreadPeak"
         ),
         .executableTarget(
+            name: "Workflow",
+            dependencies: ["CommandGraph"],
+            path: "Examples/Workflow"
+        ),
+        .executableTarget(
+            name: "GroupScale",
+            dependencies: ["CommandGraph"],
+            path: "Examples/GroupScale"
+        ),
+        .executableTarget(
             name: "ReadmeSnippet",
             dependencies: ["CommandCore"],
             path: "Examples/ReadmeSnippet"

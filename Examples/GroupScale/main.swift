@@ -1,0 +1,54 @@
+// swift run -c release GroupScale [CHILDREN]
+//
+// The cost of a group per child against the same commands run by `Graph`: CHILDREN (default 100,000)
+// independent commands that succeed at once, built, run to the end and released, five rounds each,
+// alternating; prints the median time per child of each and their ratio.
+import CommandGraph
+import Dispatch
+import Foundation
+
+let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
+
+func commands() -> [Command<Int>] {
+    (0..<count).map { index in
+        let command = Command<Int> { result in
+            result.succeed(index)
+            return nil
+        }
+        return command
+    }
+}
+
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+func viaGraph() async throws -> Double {
+    let start = now()
+    let graph = Graph()
+    for command in commands() { try graph.add(command) }
+    try graph.run(on: .immediate)
+    let outcome = await graph.finished
+    precondition(outcome.completed.count == count)
+    return Double(now() - start) / Double(count)
+}
+
+func viaGroup() async -> Double {
+    let start = now()
+    let group = GroupCommand(name: "group", children: commands())
+    let outcome = try? await group.value
+    precondition(outcome?.completed.count == count)
+    return Double(now() - start) / Double(count)
+}
+
+var graphTimes: [Double] = []
+var groupTimes: [Double] = []
+for _ in 0..<5 {
+    graphTimes.append(try await viaGraph())
+    groupTimes.append(await viaGroup())
+}
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+let graphMedian = median(graphTimes)
+let groupMedian = median(groupTimes)
+print(
+    String(
+        format: "%d children: Graph %.2f us per child, GroupCommand %.2f us per child, ratio %.2f",
+        count, graphMedian / 1000, groupMedian / 1000, groupMedian / graphMedian))

@@ -1,0 +1,92 @@
+// swift run Workflow
+//
+// An addDependency-style workflow with conditions, mutual exclusivity and a group, as people who
+// learned them from "Advanced NSOperations" and ProcedureKit write them:
+// - "show the inbox" has a condition "signed in" whose dependency is a sign-in command: the sign-in
+//   runs first, then the condition is evaluated, then the inbox is shown;
+// - two alerts in the category "alert" never overlap (each is on screen 30 ms);
+// - a group "refresh" of three children, one of them showing an alert too: it runs inside the group's
+//   hold of "alert" (the group shows a banner alert for its whole run), exclusive with its siblings,
+//   not with the group, so nothing deadlocks;
+// - a command whose condition is false ends cancelled without running, and says why.
+// Prints each step with its time and the outcome, then the stall-free picture of the group as Mermaid.
+import CommandGraph
+import Dispatch
+import Foundation
+
+let started = DispatchTime.now().uptimeNanoseconds
+func ms() -> String { String(format: "%6.1f ms", Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6) }
+let printer = DispatchQueue(label: "printer")
+func say(_ line: String) { printer.sync { print(line) } }
+
+/// The session the conditions read.
+final class Session: Sendable {
+    private let signedIn = Locked(false)
+    var isSignedIn: Bool { signedIn.withLock { $0 } }
+    func signIn() { signedIn.withLock { $0 = true } }
+}
+let session = Session()
+
+/// A command that says when it starts and ends, lasting `milliseconds`.
+func step(_ name: String, milliseconds: Int, work: @escaping @Sendable () -> Void = {}) -> Command<Void> {
+    let command = Command<Void> { result in
+        say("\(ms())  start  \(name)")
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            work()
+            say("\(ms())  end    \(name)")
+            result.succeed()
+        }
+        return nil
+    }
+    command.name = name
+    return command
+}
+
+/// "Signed in", offering to sign in first (its dependency).
+struct SignedIn: CommandCondition {
+    var name: String { "signed in" }
+    func dependency(for command: Operation) -> Operation? {
+        session.isSignedIn ? nil : step("sign in", milliseconds: 20) { session.signIn() }
+    }
+    func evaluate(for command: Operation) async throws -> Bool { session.isSignedIn }
+}
+
+func alert(_ name: String) -> Command<Void> {
+    let command = step(name, milliseconds: 30)
+    command.add(condition: MutuallyExclusive(category: "alert"))
+    return command
+}
+
+let inbox = step("show inbox", milliseconds: 10)
+inbox.add(condition: SignedIn())
+
+let welcome = alert("alert: welcome")
+let news = alert("alert: news")
+
+let refresh = GroupCommand(
+    name: "refresh",
+    children: [
+        step("fetch mail", milliseconds: 25), step("fetch contacts", milliseconds: 15), alert("alert: new mail"),
+    ])
+refresh.add(condition: MutuallyExclusive(category: "alert"))  // the group's banner for its whole run
+refresh.addDependency(inbox)
+
+let offline = step("sync while offline", milliseconds: 10)
+offline.add(condition: BlockCondition(name: "offline") { false })
+
+let graph = Graph()
+for command in [inbox, welcome, news, offline] { try graph.add(command) }
+try graph.add(refresh, dependsOn: [inbox])
+try graph.run(on: .immediate)
+let outcome = await graph.finished
+
+say("")
+say("completed: \(outcome.completed.sorted().joined(separator: ", "))")
+say("cancelled: \(outcome.cancelled.sorted().joined(separator: ", "))")
+if case .cancelled(let error) = offline.state { say("why: \(error.message)") }
+say("")
+say(GraphReport.mermaid(refresh))
+guard outcome.completed.count == 4, outcome.cancelled == ["sync while offline"] else {
+    say("unexpected outcome")
+    exit(1)
+}
