@@ -15,6 +15,11 @@ private final class Occupancy: Sendable {
     }
     // Guards the counts, the overlaps and the order of runs.
     private let state = Locked(State())
+    /// Tests run in parallel and categories are process-wide: each test's categories are its own.
+    private let tag = UUID().uuidString
+
+    /// `name` as this test's category.
+    func category(_ name: String) -> String { "\(name)@\(tag)" }
 
     func enter(_ categories: [String], name: String) {
         state.withLock { state in
@@ -27,17 +32,25 @@ private final class Occupancy: Sendable {
     }
 
     func leave(_ categories: [String]) {
-        state.withLock { state in for category in categories { state.holders[category]! -= 1 } }
+        state.withLock { state in for category in categories { state.holders[category, default: 0] -= 1 } }
     }
 
     var overlaps: [String] { state.withLock { $0.overlaps } }
     var order: [String] { state.withLock { $0.order } }
 }
 
-/// A command in `categories` that records its run in `occupancy` and ends on another thread.
-private func exclusive(_ name: String, _ categories: [String], _ occupancy: Occupancy) -> Command<Int> {
+/// A command in `categories` that records its run in `occupancy` and ends on another thread (or,
+/// `atOnce`, inside its run).
+private func exclusive(
+    _ name: String, _ categories: [String], _ occupancy: Occupancy, atOnce: Bool = false
+) -> Command<Int> {
     let command = Command<Int> { result in
         occupancy.enter(categories, name: name)
+        if atOnce {
+            occupancy.leave(categories)
+            result.succeed(1)
+            return nil
+        }
         DispatchQueue.global().async {
             occupancy.leave(categories)
             result.succeed(1)
@@ -45,7 +58,7 @@ private func exclusive(_ name: String, _ categories: [String], _ occupancy: Occu
         return nil
     }
     command.name = name
-    for category in categories { command.add(condition: MutuallyExclusive(category: category)) }
+    for category in categories { command.add(condition: MutuallyExclusive(category: occupancy.category(category))) }
     return command
 }
 
@@ -117,7 +130,7 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
             holding.fulfill()
             return nil
         }
-        holder.add(condition: MutuallyExclusive(category: "file"))
+        holder.add(condition: MutuallyExclusive(category: occupancy.category("file")))
         holder.execute(on: .immediate) { _ in }
         #expect(await holding.wait())
         let waiters = (0..<20).map { exclusive("w\($0)", ["file"], occupancy) }
@@ -179,7 +192,7 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
             holding.fulfill()
             return nil
         }
-        holder.add(condition: MutuallyExclusive(category: "file"))
+        holder.add(condition: MutuallyExclusive(category: occupancy.category("file")))
         holder.execute(on: .immediate) { _ in }
         #expect(await holding.wait())
         let cancelled = exclusive("cancelled", ["file"], occupancy)
@@ -201,6 +214,7 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
     /// categories: the next command of the category runs.
     @Test func everyEnding_releasesTheCategories() async {
         struct Boom: Error {}
+        let occupancy = Occupancy()
         let failing = Command<Int> { result in
             result.fail(Boom())
             return nil
@@ -214,7 +228,7 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
             return nil
         }
         for command in [failing, abandoning, cancelledWhileRunning] {
-            command.add(condition: MutuallyExclusive(category: "release"))
+            command.add(condition: MutuallyExclusive(category: occupancy.category("release")))
         }
         let first = ended([failing, abandoning])
         failing.execute(on: .immediate) { _ in }
@@ -223,7 +237,6 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
         cancelledWhileRunning.execute(on: .immediate) { _ in }
         #expect(await started.wait())
         cancelledWhileRunning.cancel()
-        let occupancy = Occupancy()
         let last = exclusive("last", ["release"], occupancy)
         let lastEnded = ended([last])
         last.execute(on: .immediate) { _ in }
@@ -241,7 +254,7 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
         var commands: [Command<Int>] = []
         for index in 0..<count {
             let picked = Array(categories.shuffled(using: &random).prefix(Int.random(in: 1...3, using: &random)))
-            commands.append(exclusive("n\(index)", picked, occupancy))
+            commands.append(exclusive("n\(index)", picked, occupancy, atOnce: true))
         }
         let endings = Locked([Int](repeating: 0, count: count))
         let done = Checkpoint(count: count)

@@ -285,6 +285,8 @@ extension CommandState {
     }
 
     @Test func groupAndChildInOneCategory_neverDeadlock_siblingsStayExclusive() async {
+        // Categories are process-wide and tests run in parallel: this one is the test's own.
+        let file = "file-\(UUID().uuidString)"
         let running = Locked((now: 0, most: 0))
         func exclusiveChild(_ name: String) -> Command<Int> {
             let command = Command<Int> { result in
@@ -299,13 +301,13 @@ extension CommandState {
                 return nil
             }
             command.name = name
-            command.add(condition: MutuallyExclusive(category: "file"))
+            command.add(condition: MutuallyExclusive(category: file))
             return command
         }
         let inner = GroupCommand(name: "inner", children: (0..<3).map { exclusiveChild("i\($0)") })
-        inner.add(condition: MutuallyExclusive(category: "file"))
+        inner.add(condition: MutuallyExclusive(category: file))
         let outer = GroupCommand(name: "outer", children: [inner] + (0..<3).map { exclusiveChild("o\($0)") })
-        outer.add(condition: MutuallyExclusive(category: "file"))
+        outer.add(condition: MutuallyExclusive(category: file))
         let ended = await run(outer)
         #expect(ended.events == ["value", "completed"])
         #expect(running.withLock { $0.most } == 1)

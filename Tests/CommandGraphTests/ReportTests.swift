@@ -204,6 +204,8 @@ private func diamond() async throws -> (output: Command<Int>, commands: [Command
     /// A command waiting for a category names it and its holder in the stall report; DOT and
     /// Mermaid mark every command's categories.
     @Test func stallReport_namesExclusivityWaits_andPicturesMarkCategories() async {
+        // Categories are process-wide and tests run in parallel: this one is the test's own.
+        let file = "file-\(UUID().uuidString)"
         let kept = Locked<CommandResult<Int>?>(nil)
         let running = Checkpoint()
         let backup = Command<Int> { result in
@@ -212,21 +214,21 @@ private func diamond() async throws -> (output: Command<Int>, commands: [Command
             return nil
         }
         backup.name = "backup"
-        backup.add(condition: MutuallyExclusive(category: "file"))
+        backup.add(condition: MutuallyExclusive(category: file))
         let save = Command<Int> { result in
             result.succeed(1)
             return nil
         }
         save.name = "save"
-        save.add(condition: MutuallyExclusive(category: "file"))
+        save.add(condition: MutuallyExclusive(category: file))
         backup.execute(on: .immediate) { _ in }
         #expect(await running.wait())
         let saved = Checkpoint()
         save.execute(on: .immediate) { if $0.isTerminal { saved.fulfill() } }
         let report = GraphReport.stalls(save, backup)
-        #expect(report.contains("'save': waits for category 'file' held by 'backup' (running "), "\(report)")
-        #expect(GraphReport.dot(save).contains("exclusive: file"))
-        #expect(GraphReport.mermaid(save).contains("exclusive: file"))
+        #expect(report.contains("'save': waits for category '\(file)' held by 'backup' (running "), "\(report)")
+        #expect(GraphReport.dot(save).contains("exclusive: \(file)"))
+        #expect(GraphReport.mermaid(save).contains("exclusive: \(file)"))
         kept.withLock { $0 }?.succeed(0)
         #expect(await saved.wait())
     }

@@ -225,24 +225,48 @@ struct GroupState {
     }
 
     var inFlight: Int { started.count - endings.count }
+    /// Children before this index were started or deferred.
+    var cursor = 0
+    /// Children passed over because a sibling they depend on had not ended (only with a limit).
+    var deferred: [Operation] = []
 
-    /// The next child to start, in the order added: every dependency of it that is a child ended,
-    /// and fewer than `limit` run (when cancelling, every child is started so it ends).
+    /// The next child to start, in the order added. Without a limit every child starts at once (the
+    /// engine makes each wait for its dependencies). With one, a child starts once every dependency of
+    /// it that is a child ended, while fewer than `limit` run. When cancelling, every child starts
+    /// (so it ends). Amortised O(1) per child without a limit.
     mutating func nextToStart() -> (Operation, newlyAdded: Bool)? {
         guard running, !done else { return nil }
-        for child in children where !started.contains(ObjectIdentifier(child)) {
-            if !cancelling {
-                guard inFlight < limit else { return nil }
-                let waiting = child.dependencies.contains {
-                    ids.contains(ObjectIdentifier($0)) && endings[ObjectIdentifier($0)] == nil
-                }
-                if waiting { continue }
+        let unlimited = limit == Int.max || cancelling
+        if !unlimited {
+            guard inFlight < limit else { return nil }
+            if let index = deferred.firstIndex(where: { !waitsForASibling($0) }) {
+                return take(deferred.remove(at: index))
             }
-            let id = ObjectIdentifier(child)
-            started.insert(id)
-            return (child, fresh.remove(id) != nil)
+        } else if !deferred.isEmpty {
+            return take(deferred.removeFirst())
+        }
+        while cursor < children.count {
+            let child = children[cursor]
+            cursor += 1
+            if started.contains(ObjectIdentifier(child)) { continue }
+            if !unlimited && waitsForASibling(child) {
+                deferred.append(child)
+                continue
+            }
+            return take(child)
         }
         return nil
+    }
+
+    private func waitsForASibling(_ child: Operation) -> Bool {
+        child.dependencies.contains { ids.contains(ObjectIdentifier($0)) && endings[ObjectIdentifier($0)] == nil }
+    }
+
+    private mutating func take(_ child: Operation) -> (Operation, newlyAdded: Bool)? {
+        let id = ObjectIdentifier(child)
+        if started.contains(id) { return nextToStart() }
+        started.insert(id)
+        return (child, fresh.remove(id) != nil)
     }
 
     /// A child ended; whether to cancel its siblings now.
