@@ -245,25 +245,32 @@ extension CommandState {
         #expect(await ended.wait())
     }
 
+    /// Each child ends on another thread a moment after it started; the most that ran at once is
+    /// counted by the children themselves (without the limit, all four start before any ends).
     @Test func maxConcurrentChildren_oneAndTwo() async {
         for limit in [1, 2] {
-            let held = Held(expected: 4)
-            let names = (0..<4).map { "c\($0)" }
-            let group = GroupCommand(name: "group", children: names.map(held.command))
-            group.maxConcurrentChildren = limit
-            let ended = Checkpoint()
-            group.execute(on: .immediate) { if $0.isTerminal { ended.fulfill() } }
-            // Release whatever runs until all four ran.
-            var released = Set<String>()
-            while released.count < 4 {
-                for name in held.names where !released.contains(name) {
-                    released.insert(name)
-                    held.release(name)
+            let running = Locked((now: 0, most: 0))
+            let children = (0..<4).map { index -> Command<Int> in
+                let command = Command<Int> { result in
+                    running.withLock {
+                        $0.now += 1
+                        $0.most = max($0.most, $0.now)
+                    }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) {
+                        running.withLock { $0.now -= 1 }
+                        result.succeed(index)
+                    }
+                    return nil
                 }
-                await Task.yield()
+                command.name = "c\(index)"
+                return command
             }
-            #expect(await ended.wait())
-            #expect(held.mostAtOnce <= limit)
+            let group = GroupCommand(name: "group", children: children)
+            group.maxConcurrentChildren = limit
+            let ended = await run(group)
+            #expect(ended.events == ["value", "completed"])
+            #expect(running.withLock { $0.most } <= limit)
+            #expect(running.withLock { $0.most } >= 1)
         }
     }
 
