@@ -321,6 +321,26 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
         #expect(book.leave(holder.ticket, now: 2).isEmpty)
     }
 
+    /// A long line, with requests leaving from its middle (holes) and the front compacted: grants stay
+    /// first in, first out.
+    @Test func longLine_withHoles_staysFirstInFirstOut() {
+        var book = ExclusivityBook()
+        let holder = book.request([key("a")], name: "holder", now: 0)
+        let waiting = (0..<300).map { book.request([key("a")], name: "w\($0)", now: 0).ticket }
+        for ticket in waiting where ticket % 3 == 0 { _ = book.leave(ticket, now: 0) }  // holes
+        var order: [UInt64] = []
+        var current = holder.ticket
+        while true {
+            let granted = book.leave(current, now: 0)
+            guard let next = granted.first else { break }
+            #expect(granted.count == 1)
+            order.append(next)
+            current = next
+        }
+        #expect(order == waiting.filter { $0 % 3 != 0 })
+        #expect(book.waitingCount == 0)
+    }
+
     @Test func scopes_keepAGroupsChildrenApartFromOtherHolders() {
         var book = ExclusivityBook()
         let group = ObjectIdentifier(NSObject())

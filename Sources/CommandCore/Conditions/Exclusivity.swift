@@ -39,7 +39,15 @@ struct ExclusivityBook: Sendable {
     }
 
     private var held: [Key: Holder] = [:]
-    private var waiting: [Request] = []
+    /// The keys each holding ticket holds.
+    private var holdings: [UInt64: [Key]] = [:]
+    /// Waiting requests in arrival order; a removed one leaves a hole (nil) until the next compaction,
+    /// so taking a request out of a long line is O(1), not a shift of everything behind it.
+    private var line: [Request?] = []
+    /// Where each waiting ticket is in `line`.
+    private var position: [UInt64: Int] = [:]
+    /// `line` before this index holds only holes.
+    private var head = 0
     /// How many waiting requests need each key (no entry: none), so a request's check is O(its keys).
     private var wanted: [Key: Int] = [:]
     private var nextTicket: UInt64 = 1
@@ -52,7 +60,8 @@ struct ExclusivityBook: Sendable {
         // Granted at once only if nobody waits for any of these keys and none is held.
         let blocked = keys.contains { held[$0] != nil || wanted[$0] != nil }
         if blocked {
-            waiting.append(request)
+            position[ticket] = line.count
+            line.append(request)
             for key in keys { wanted[key, default: 0] += 1 }
             return (ticket, false)
         }
@@ -63,14 +72,15 @@ struct ExclusivityBook: Sendable {
     /// The ticket's command ended or left: its keys are released (or it leaves the line). Returns the
     /// tickets granted as a consequence, in order.
     mutating func leave(_ ticket: UInt64, now: UInt64) -> [UInt64] {
-        if let index = waiting.firstIndex(where: { $0.ticket == ticket }) {
-            unwant(waiting.remove(at: index))
+        if let index = position[ticket] {
+            remove(at: index)
         } else {
-            let keys = held.filter { $0.value.ticket == ticket }.map(\.key)
-            if keys.isEmpty { return [] }
+            guard let keys = holdings.removeValue(forKey: ticket) else { return [] }
             for key in keys { held[key] = nil }
         }
-        return grantWaiting(now: now)
+        let granted = grantWaiting(now: now)
+        compact()
+        return granted
     }
 
     /// Grants, in arrival order, every waiting request whose keys are free and not needed by an earlier
@@ -79,41 +89,56 @@ struct ExclusivityBook: Sendable {
     private mutating func grantWaiting(now: UInt64) -> [UInt64] {
         var granted: [UInt64] = []
         var blocked = Set<Key>()
-        var index = 0
-        while index < waiting.count, blocked.count < wanted.count {
-            let request = waiting[index]
-            let free = request.keys.allSatisfy { held[$0] == nil && !blocked.contains($0) }
-            if free {
-                unwant(waiting.remove(at: index))
+        var index = head
+        while index < line.count, blocked.count < wanted.count {
+            defer { index += 1 }
+            guard let request = line[index] else { continue }
+            if request.keys.allSatisfy({ held[$0] == nil && !blocked.contains($0) }) {
+                remove(at: index)
                 grant(request, now: now)
                 granted.append(request.ticket)
             } else {
                 blocked.formUnion(request.keys)
-                index += 1
             }
         }
         return granted
     }
 
-    private mutating func unwant(_ request: Request) {
+    /// Takes the waiting request at `index` out of the line.
+    private mutating func remove(at index: Int) {
+        guard let request = line[index] else { return }
+        line[index] = nil
+        position[request.ticket] = nil
         for key in request.keys {
             let left = wanted[key, default: 1] - 1
             wanted[key] = left > 0 ? left : nil
+        }
+        while head < line.count, line[head] == nil { head += 1 }
+    }
+
+    /// Drops the holes at the front once they are most of the line (never during a walk of it).
+    private mutating func compact() {
+        guard head > 64 && head * 2 > line.count else { return }
+        line.removeFirst(head)
+        head = 0
+        for (offset, request) in line.enumerated() {
+            if let request { position[request.ticket] = offset }
         }
     }
 
     private mutating func grant(_ request: Request, now: UInt64) {
         for key in request.keys { held[key] = Holder(ticket: request.ticket, name: request.name, since: now) }
+        holdings[request.ticket] = request.keys
     }
 
     /// Who holds `key`, if anyone.
     func holder(of key: Key) -> Holder? { held[key] }
 
     /// Whether `ticket` is waiting in line.
-    func isWaiting(_ ticket: UInt64) -> Bool { waiting.contains { $0.ticket == ticket } }
+    func isWaiting(_ ticket: UInt64) -> Bool { position[ticket] != nil }
 
     /// Requests waiting (for tests).
-    var waitingCount: Int { waiting.count }
+    var waitingCount: Int { position.count }
 }
 
 /// The process's ``ExclusivityBook``, and the commands to tell when their request is granted.
