@@ -10,7 +10,15 @@ extension Tag {
 /// How much work the stress and fuzz tests do.
 public enum StressScale {
     public static let isLong = ProcessInfo.processInfo.environment["AWESOMECOMMAND_STRESS"] == "long"
+    /// `AWESOMECOMMAND_STRESS=sanitizer` (set by `.ci/run` for the ThreadSanitizer and AddressSanitizer
+    /// runs, where every operation is about ten times slower): the few tests that flood the engine's
+    /// Dispatch pool for seconds take their `sanitized` size, so they do not starve every other suite's
+    /// waits (the Swift concurrency pool shares that Dispatch pool on Linux).
+    public static let isSanitized = ProcessInfo.processInfo.environment["AWESOMECOMMAND_STRESS"] == "sanitizer"
     public static func pick(short: Int, long: Int) -> Int { isLong ? long : short }
+    public static func pick(short: Int, long: Int, sanitized: Int) -> Int {
+        isSanitized ? sanitized : pick(short: short, long: long)
+    }
 }
 
 /// A small, seedable random number generator (SplitMix64), so a failing case can be replayed.

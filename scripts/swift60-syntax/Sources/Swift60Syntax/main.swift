@@ -62,6 +62,18 @@ final class Newer: SyntaxVisitor {
         if node.name.tokenKind == .keyword(.nonisolated), node.detail?.detail.text == "nonsending" {
             report(node, "nonisolated(nonsending) needs Swift 6.2")
         }
+        // The modifier's list belongs to the declaration it modifies.
+        let declaration = node.parent?.parent
+        let isType =
+            [
+                StructDeclSyntax.self, ClassDeclSyntax.self, EnumDeclSyntax.self, ExtensionDeclSyntax.self,
+                ProtocolDeclSyntax.self, ActorDeclSyntax.self,
+            ] as [any SyntaxProtocol.Type]
+        if node.name.tokenKind == .keyword(.nonisolated), let declaration,
+            isType.contains(where: { declaration.is($0) })
+        {
+            report(node, "`nonisolated` on a type or extension needs Swift 6.1")
+        }
         return .visitChildren
     }
 
@@ -84,37 +96,6 @@ final class Newer: SyntaxVisitor {
     override func visit(_ node: IdentifierTypeSyntax) -> SyntaxVisitorContinueKind {
         if let message = Self.newerTypes[node.name.text] { report(node, message) }
         return .visitChildren
-    }
-
-    override func visit(_ node: StructDeclSyntax) -> SyntaxVisitorContinueKind {
-        nonisolatedType(node.modifiers)
-        return .visitChildren
-    }
-
-    override func visit(_ node: ClassDeclSyntax) -> SyntaxVisitorContinueKind {
-        nonisolatedType(node.modifiers)
-        return .visitChildren
-    }
-
-    override func visit(_ node: EnumDeclSyntax) -> SyntaxVisitorContinueKind {
-        nonisolatedType(node.modifiers)
-        return .visitChildren
-    }
-
-    override func visit(_ node: ExtensionDeclSyntax) -> SyntaxVisitorContinueKind {
-        nonisolatedType(node.modifiers)
-        return .visitChildren
-    }
-
-    override func visit(_ node: ProtocolDeclSyntax) -> SyntaxVisitorContinueKind {
-        nonisolatedType(node.modifiers)
-        return .visitChildren
-    }
-
-    private func nonisolatedType(_ modifiers: DeclModifierListSyntax) {
-        if let modifier = modifiers.first(where: { $0.name.tokenKind == .keyword(.nonisolated) }) {
-            report(modifier, "`nonisolated` on a type or extension needs Swift 6.1")
-        }
     }
 }
 

@@ -1,0 +1,1 @@
+nonisolated actor A {}
