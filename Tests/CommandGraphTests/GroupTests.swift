@@ -371,4 +371,24 @@ extension CommandState {
         #expect(group.children.isEmpty)
         token.cancel()
     }
+
+    /// A command in a graph and in two groups: no trap (a `Progress` has one parent: the first
+    /// counts it), it runs once, and each of them finishes.
+    @Test func commandInAGraphAndTwoGroups_runsOnce_neverTraps() async throws {
+        let steps = Steps()
+        let shared = child("shared", steps)
+        let graph = Graph()
+        try graph.add(shared)
+        let first = GroupCommand(name: "first", children: [shared])
+        let second = GroupCommand(name: "second", children: [shared, child("own", steps)])
+        try graph.run(on: .immediate)
+        let firstEnded = await run(first)
+        let secondEnded = await run(second)
+        _ = await graph.finished
+        #expect(firstEnded.outcome?.completed == ["shared"])
+        #expect(secondEnded.outcome?.completed.sorted() == ["own", "shared"])
+        #expect(steps.all.filter { $0 == "shared" }.count == 1)
+        #expect(graph.fractionCompleted == 1)
+        #expect(second.fractionCompleted == 1)
+    }
 }

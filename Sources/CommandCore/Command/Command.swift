@@ -164,6 +164,18 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         return progress
     }
 
+    /// The command's progress for a parent to adopt as a child (a `Graph`, a group), or nil if one
+    /// already did: a `Progress` has one parent (Foundation traps on a second), so a command in two
+    /// graphs or groups counts in the first one's progress only.
+    package func progressForAdoption() -> Progress? {
+        let progress = progress
+        let first = machine.withLock { machine -> Bool in
+            defer { machine.progressAdopted = true }
+            return !machine.progressAdopted
+        }
+        return first ? progress : nil
+    }
+
     /// The command's progress as a fraction, read safely from any thread.
     public var fractionCompleted: Double {
         let progress = progress

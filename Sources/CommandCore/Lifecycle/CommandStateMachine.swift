@@ -34,6 +34,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var timing = CommandTiming()
     /// Made on first use (most commands never report progress).
     var progress: Progress?
+    /// A `Graph` or a group made `progress` a child of its own (a `Progress` has one parent).
+    var progressAdopted = false
     /// What a failed or cancelled dependency does to this command.
     var dependencyPolicy = DependencyPolicy.cancelIfAnyFails
     /// With `runOnFirstSuccess`: the last failure seen, reported if no dependency succeeds.

@@ -81,7 +81,8 @@ public final class Graph: Sendable {
     /// node, its progress counted once); it throws, adding nothing, if `weight` differs from the
     /// first add's. A weight of 0 keeps the command out of the graph's progress (it still runs and
     /// counts in ``Outcome``); a graph whose weights are all 0 shows its progress complete once it
-    /// finished.
+    /// finished. A command whose progress another graph or a group already counts (a `Progress` has
+    /// one parent) runs as usual but counts in that one's progress only.
     @discardableResult
     public func add<Output>(
         _ command: Command<Output>, dependsOn dependencies: [Operation] = [], weight: Int64 = 1
@@ -108,7 +109,10 @@ public final class Graph: Sendable {
             state.nodes.append(node)
             return true
         }
-        if added { ProgressGuard.addChild(command.progress, to: progress, weight: weight) }
+        // A command already counted by another graph or group counts there only (one parent).
+        if added, let child = command.progressForAdoption() {
+            ProgressGuard.addChild(child, to: progress, weight: weight)
+        }
         return command
     }
 

@@ -123,7 +123,9 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
         let scopes = book.withLock { $0.scopes }
         if let command = child as? any GroupChild {
             command.scopeCategories(scopes)
-            ProgressGuard.addChild(command.progress, to: progress, weight: 1)
+            if let progress = command.progressForAdoption() {
+                ProgressGuard.addChild(progress, to: self.progress, weight: 1)
+            }
         }
         watch(child)
     }
@@ -308,7 +310,7 @@ struct GroupState {
 /// A command as a group's child, whatever its output type.
 protocol GroupChild: AnyObject, Sendable {
     var displayName: String { get }
-    var progress: Progress { get }
+    func progressForAdoption() -> Progress?
     func scopeCategories(_ scopes: [String: ObjectIdentifier])
     func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void)
     func startAsChild()
