@@ -32,8 +32,9 @@ import Foundation
 /// group's hold: exclusive with its siblings in that category, not with the group (no deadlock, at
 /// any depth of nesting).
 ///
-/// **Progress.** The group's `progress` has each child's progress as a child of weight 1, and one
-/// unit of its own, completed when the group ends. `GraphReport` draws a group as a cluster of its
+/// **Progress.** The group's `progress` has each child's progress as a child of weight 1 (unless
+/// another graph or group counts that child already: a `Progress` has one parent), and one unit of
+/// its own, completed when the group ends. `GraphReport` draws a group as a cluster of its
 /// children.
 ///
 /// Events reach observers as for any command: on their context, in order.
