@@ -215,6 +215,28 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
         #expect(occupancy.order == ["next"])
     }
 
+    /// In a serial queue of yours, a command waiting for a category is not ready, so the queue runs
+    /// other work meanwhile; it runs once the holder ended.
+    @Test func waitingForACategory_inASerialUserQueue_isNotReady_andDoesNotHoldTheQueue() async {
+        let occupancy = Occupancy()
+        let holder = Holder("file", occupancy, records: false)
+        #expect(await holder.holding.wait())
+        let waiting = exclusive("waiting", ["file"], occupancy)
+        let waitingEnded = ended([waiting])
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.addOperation(waiting)
+        let other = Checkpoint()
+        queue.addOperation { other.fulfill() }
+        #expect(await other.wait())
+        #expect(!waiting.isReady)
+        #expect(waiting.state.isPending)
+        holder.release()
+        #expect(await waitingEnded.wait())
+        #expect(waiting.state.isCompleted)
+        #expect(occupancy.order == ["waiting"])
+    }
+
     /// A run that fails, throws away its result or is cancelled while running releases its
     /// categories: the next command of the category runs.
     @Test func everyEnding_releasesTheCategories() async {
