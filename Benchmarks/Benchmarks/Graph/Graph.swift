@@ -62,6 +62,44 @@ func runNaive(_ count: Int) {
     queue.addOperations(operations, waitUntilFinished: true)
 }
 
+/// The hand-written baseline of issue 23, on the same substrate: `count` `BlockOperation`s built
+/// first, each with a count of unfinished dependencies and its dependents (no Foundation edges), and
+/// enqueued on one shared `OperationQueue` only once its dependencies finished: the operation that
+/// finishes last decrements its dependents' counts and enqueues those that reach zero. A chain here.
+/// Time includes building, running and releasing the operations, as for the engine.
+func runHandWritten(_ count: Int) {
+    final class Node: @unchecked Sendable {
+        // `remaining` is guarded by `lock`; `operation` and `dependents` are set before the run.
+        let lock = NSLock()
+        var remaining = 0
+        var dependents: [Node] = []
+        var operation: BlockOperation?
+    }
+    let queue = OperationQueue()
+    let done = DispatchSemaphore(value: 0)
+    let nodes = (0..<count).map { _ in Node() }
+    for index in 1..<count {
+        nodes[index].remaining = 1
+        nodes[index - 1].dependents.append(nodes[index])
+    }
+    for (index, node) in nodes.enumerated() {
+        let isLast = index == count - 1
+        node.operation = BlockOperation { [unowned node] in
+            for dependent in node.dependents {
+                dependent.lock.lock()
+                dependent.remaining -= 1
+                let ready = dependent.remaining == 0
+                dependent.lock.unlock()
+                if ready, let operation = dependent.operation { queue.addOperation(operation) }
+            }
+            if isLast { done.signal() }
+        }
+    }
+    queue.addOperation(nodes[0].operation!)
+    done.wait()
+    for node in nodes { node.operation = nil }
+}
+
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .peakMemoryResident], maxDuration: .seconds(5), maxIterations: 20)
@@ -84,6 +122,16 @@ let benchmarks: @Sendable () -> Void = {
         let nodes = (0..<1_000).map { _ in command() }
         for index in 1..<nodes.count { nodes[index - 1].addDependency(nodes[index]) }
         blackHole(nodes)
+    }
+    for count in [1_000, 10_000, 100_000] {
+        // Issue 23's commands target: the engine's chain beside a hand-written executor on the same
+        // substrate (build + run + release per node).
+        Benchmark(
+            "hand-written chain \(count) (enqueue when ready, BlockOperation)",
+            configuration: .init(maxIterations: count >= 100_000 ? 3 : 20)
+        ) { _ in
+            runHandWritten(count)
+        }
     }
     for count in [1_000, 8_000] {
         // The same sizes side by side: this engine, then the naive design.
