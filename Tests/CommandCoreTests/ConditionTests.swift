@@ -81,15 +81,18 @@ private func logging(_ name: String, _ log: Log) -> Command<Int> {
     return command
 }
 
-/// A command whose run keeps its result and never ends by itself (until cancelled).
-private func hanging(_ name: String) -> Command<Void> {
+/// A command whose run keeps its result and never ends by itself (until cancelled); `started` is
+/// fulfilled when it runs.
+private func hanging(_ name: String) -> (command: Command<Void>, started: Checkpoint) {
     let kept = Locked<CommandResult<Void>?>(nil)
+    let started = Checkpoint()
     let command = Command<Void> { result in
         kept.withLock { $0 = result }
+        started.fulfill()
         return BlockCancelable { kept.withLock { $0 = nil } }
     }
     command.name = name
-    return command
+    return (command, started)
 }
 
 private func executed<Output>(_ command: Command<Output>) async -> CommandState {
@@ -183,9 +186,7 @@ extension CommandState {
         let log = Log()
         let command = logging("work", log)
         let slow = Slow(answer: true)
-        let slowDependency = hanging("slow dependency")
-        let dependencyStarted = Checkpoint()
-        slowDependency.observeState(on: .immediate) { if case .executing = $0 { dependencyStarted.fulfill() } }
+        let (slowDependency, dependencyStarted) = hanging("slow dependency")
         command.add(condition: slow)
         command.add(condition: WithDependency(dependency: slowDependency) { true })
         let failing = BlockCondition(name: "late false") {
@@ -258,9 +259,7 @@ extension CommandState {
         let log = Log()
         let command = logging("work", log)
         let slow = Slow(answer: true)
-        let dependency = hanging("dependency")
-        let dependencyStarted = Checkpoint()
-        dependency.observeState(on: .immediate) { if case .executing = $0 { dependencyStarted.fulfill() } }
+        let (dependency, dependencyStarted) = hanging("dependency")
         command.add(condition: slow)
         command.add(condition: WithDependency(dependency: dependency) { true })
         let ended = Checkpoint()

@@ -150,12 +150,10 @@ extension CommandStateMachine {
         if dependencies.isEmpty {
             lifecycle = .enqueued
             timing.readyAt = timing.executedAt
-            if gate != nil {
-                switch gate!.arrive(engine: true) {
-                case .pass: break
-                case .evaluate: return .evaluateGate
-                case .wait: return .none
-                }
+            switch arriveAtGate() {
+            case .pass: break
+            case .evaluate: return .evaluateGate
+            case .wait: return .none
             }
             if startedExternally { return .startedReady }
             if queue.inPlace && queue.isEngineMade {
@@ -220,13 +218,18 @@ extension CommandStateMachine {
     mutating func ready() -> ReadyAction {
         lifecycle = .enqueued
         timing.readyAt = CommandTiming.now
-        if gate != nil {
-            switch gate!.arrive(engine: true) {
-            case .pass: break
-            case .evaluate: return .evaluateGate
-            case .wait: return .none
-            }
+        switch arriveAtGate() {
+        case .pass: break
+        case .evaluate: return .evaluateGate
+        case .wait: return .none
         }
         return .handOver(external: startedExternally)
+    }
+
+    /// The engine made the command ready: its gate's answer (see ``Gate/arrive(engine:)``); `.pass`
+    /// for a command without conditions, which pays this nil check only.
+    @inline(__always)
+    mutating func arriveAtGate() -> Gate.Arrival {
+        gate == nil ? .pass : gate!.arrive(engine: true)
     }
 }
