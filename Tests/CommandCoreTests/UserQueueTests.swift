@@ -201,6 +201,33 @@ import Testing
         #expect(behind.allSatisfy { $0.isFinished })
     }
 
+    /// The snippet as written: a `BlockOperation` blocked on a semaphore (the user's own
+    /// code), `addBarrierBlock`, then `addOperation(command)` (from a thread of its own, so a hang
+    /// fails the bounded wait instead of the run). The semaphore is signalled once the add returned.
+    @Test func barrierSnippet_asWritten_addOperationReturns_barrierRunsFirst() async {
+        let log = Log()
+        let command = Command<Void> { result in
+            log.append("command")
+            result.succeed()
+            return nil
+        }
+        let gate = DispatchSemaphore(value: 0)
+        let q = OperationQueue()
+        q.maxConcurrentOperationCount = 4
+        q.addOperation(BlockOperation { gate.wait() })  // something still running
+        q.addBarrierBlock { log.append("barrier") }
+        let added = Checkpoint()
+        Thread {
+            q.addOperation(command)  // never returned before the fix
+            added.fulfill()
+        }.start()
+        let returned = await added.wait(seconds: 30)
+        #expect(returned)
+        gate.signal()
+        #expect(await finished(command, seconds: 30))
+        #expect(log.all == ["barrier", "command"])
+    }
+
     /// 2. Width 1, the command added before the `BlockOperation` it depends on: the command is not
     /// ready, so it does not take the only slot.
     @Test func serialQueue_commandBeforeItsBlockDependency_doesNotHang() async {
