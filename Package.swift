@@ -65,6 +65,11 @@ let package = Package(
             path: "Examples/CombinatorCost"
         ),
         .executableTarget(
+            name: "ValuePath",
+            dependencies: ["CommandGraph"],
+            path: "Examples/ValuePath"
+        ),
+        .executableTarget(
             name: "ThreadPeak",
             dependencies: ["CommandCore"],
             path: "Examples/ThreadPeak"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Instructions per value (and per stage for map100) on each value path, with callgrind: each case run
+# with 10,000 and 30,000 values, the difference divided by 20,000 (building the graph cancels out).
+# Usage: scripts/callgrind-value-path.sh [case...]   (default: map100 filtermap flatmap send)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift build -c release --product ValuePath >/dev/null
+cases=("$@")
+[ ${#cases[@]} -eq 0 ] && cases=(map100 filtermap flatmap send)
+count() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/ValuePath "$1" "$2" 2>&1 |
+        sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+for name in "${cases[@]}"; do
+    low=$(count "$name" 10000)
+    high=$(count "$name" 30000)
+    per=$(( (high - low) / 20000 ))
+    if [ "$name" = map100 ]; then
+        echo "$name: $per instructions per value ($(( per / 100 )) per stage)"
+    else
+        echo "$name: $per instructions per value sent"
+    fi
+done
