@@ -48,6 +48,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var pinned = false
     /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
     var inputs: [Operation] = []
+    /// A stateless stage's description, for a consumer that fuses it (`Dependencies/Command+Fusion.swift`).
+    var fusibleStage: (any AnyObject & Sendable)?
     /// `run` was called and has not returned: a combinator's run reads its inputs, so they are kept
     /// until it returns even if the command ends meanwhile (a cancel racing with the start).
     private var runInProgress = false

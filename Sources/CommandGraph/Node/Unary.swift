@@ -18,18 +18,26 @@ extension Command {
 }
 
 extension Command {
-    /// A single-input node that handles values only (`map`, `filter`...): `makeHandler` gets the node's
-    /// link and returns what handles each value, handed over as it is; the input's terminal event is
-    /// forwarded (``Link/forwardTerminal(_:from:)``). The values' fast path: no event is built per value.
-    func unaryValues<Result: Sendable>(
-        _ name: String, _ makeHandler: @escaping @Sendable (Link<Result>) -> @Sendable (Output) -> Void
-    ) -> Command<Result> {
-        // `unowned(unsafe)`: as in `unary`.
-        .combinator(name, inputs: [self]) { [unowned(unsafe) self] link in
-            link.subscribe(self, value: makeHandler(link)) { [unowned(unsafe) self] event in
-                link.forwardTerminal(event, from: self)
+    /// A stateless single-input node (`map`, `filter`, `compactMap`): `transform` gets what takes the
+    /// node's values and what fails it, and returns what handles each input value, handed over as it
+    /// is; the input's terminal event is forwarded (``Link/forwardTerminal(_:inputName:)``). The
+    /// values' fast path: no event is built per value, and stages nothing else holds are fused into
+    /// the node that consumes them (`Node/Fusion.swift`).
+    func stage<Result: Sendable>(_ name: String, _ transform: @escaping StageTransform<Output, Result>) -> Command<Result> {
+        // `unowned(unsafe)`: the node keeps its input alive (`retain(inputs:)`) until it ends, and the
+        // body runs before that. Only its name is read: the input is taken from the node's held inputs.
+        let node = Command<Result>.combinator(name, inputs: [self]) { [unowned(unsafe) self] link in
+            let fuser = Fuser(link: link, inputName: self.displayName)
+            guard let (input, sole) = link.result.command.takeHeldInput() else {
+                preconditionFailure("a stage holds its input until it runs")
             }
+            let handler = transform({ link.send($0) }, { link.fail($0) })
+            fuser.wire(
+                unsafeDowncast(input, to: Command<Output>.self), sole: sole, value: handler,
+                budget: maxFusedStages - 1, linked: false)
         }
+        node.fusibleStage = TransformStage(transform)
+        return node
     }
 }
 
@@ -37,11 +45,16 @@ extension Link {
     /// Forwards an input's terminal event: completed and failed as they are; a cancelled input
     /// cancels this node with an error naming it.
     func forwardTerminal<Input>(_ event: CommandEvent<Input>, from input: Command<Input>) {
+        forwardTerminal(event, inputName: input.displayName)
+    }
+
+    /// Forwards an input's terminal event; a cancel names the input `inputName`.
+    func forwardTerminal<Input>(_ event: CommandEvent<Input>, inputName: String) {
         switch event {
         case .value: break
         case .completed: emit(.completed)
         case .failed(let error): emit(.failed(error))
-        case .cancelled: emit(.cancelled(inputCancelled(input.displayName)))
+        case .cancelled: emit(.cancelled(inputCancelled(inputName)))
         }
     }
 }

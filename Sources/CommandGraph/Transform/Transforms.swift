@@ -2,7 +2,9 @@ import CommandCore
 
 // Stateless one-input operators. For each: values are handled on the thread the input delivered
 // them on (`.immediate`, no hop); a throwing closure fails the node with its error and cancels the
-// input (if no other consumer needs it); cancelling the node cancels the input likewise.
+// input (if no other consumer needs it); cancelling the node cancels the input likewise. `map`,
+// `filter` and `compactMap` that nothing else holds run inside the node consuming them (operator
+// fusion, `Node/Fusion.swift`): the same events, without a node per stage.
 
 extension Command {
     /// Transforms each value.
@@ -11,9 +13,9 @@ extension Command {
     /// *Fails:* when this command fails, or `transform` throws (with its error).
     /// *Cancels:* this command when the node is cancelled (unless another consumer needs it).
     public func map<Result: Sendable>(_ transform: @escaping @Sendable (Output) throws -> Result) -> Command<Result> {
-        unaryValues("map") { link in
+        stage("map") { next, fail in
             { value in
-                do { link.send(try transform(value)) } catch { link.fail(error) }
+                do { next(try transform(value)) } catch { fail(error) }
             }
         }
     }
@@ -23,9 +25,9 @@ extension Command {
     /// *Emits:* each value for which `isIncluded` is true. *Completes:* when this command completes.
     /// *Fails:* when this command fails, or `isIncluded` throws. *Cancels:* as ``map(_:)``.
     public func filter(_ isIncluded: @escaping @Sendable (Output) throws -> Bool) -> Command<Output> {
-        unaryValues("filter") { link in
+        stage("filter") { next, fail in
             { value in
-                do { if try isIncluded(value) { link.send(value) } } catch { link.fail(error) }
+                do { if try isIncluded(value) { next(value) } } catch { fail(error) }
             }
         }
     }
@@ -37,9 +39,9 @@ extension Command {
     public func compactMap<Result: Sendable>(
         _ transform: @escaping @Sendable (Output) throws -> Result?
     ) -> Command<Result> {
-        unaryValues("compactMap") { link in
+        stage("compactMap") { next, fail in
             { value in
-                do { if let mapped = try transform(value) { link.send(mapped) } } catch { link.fail(error) }
+                do { if let mapped = try transform(value) { next(mapped) } } catch { fail(error) }
             }
         }
     }
