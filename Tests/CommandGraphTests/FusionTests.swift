@@ -110,6 +110,26 @@ private final class Source: Sendable {
         _ = token
     }
 
+    /// Values through a fused 10,000-stage chain, sent from a thread with a 512 KiB stack (an Apple
+    /// secondary thread's size): a node's fused stages are a fixed number of frames, and nodes hand
+    /// values on through the engine's bounded in-place delivery.
+    @Test func tenThousandFusedStages_carryValuesSentFromA512KiBThread() async {
+        let subject = CommandSubject<Int>(replay: .none)
+        var node: Command<Int> = subject
+        for _ in 0..<10_000 { node = node.map { $0 + 1 } }
+        let recorder = Recorder<Int>()
+        let token = node.execute(on: .immediate) { recorder.record($0) }
+        let sender = Thread {
+            for value in 0..<10 { subject.send(value) }
+            subject.complete()
+        }
+        sender.stackSize = 512 * 1024
+        sender.start()
+        #expect(await recorder.ended.wait())
+        #expect(recorder.seen == Array(10_000..<10_010))
+        _ = token
+    }
+
     @Test func aStageTheUserHolds_isNotFused_andRunsOncePerValue() async {
         let subject = CommandSubject<Int>(replay: .none)
         let calls = Locked(0)

@@ -14,7 +14,10 @@ import CommandCore
 //
 // The bound keeps a value's stack depth per node fixed (a 10,000-stage chain is about 313 nodes of 32
 // stages, each delivering the next through the engine's bounded in-place delivery), so a thread with a
-// 512 KiB stack carries any chain.
+// 512 KiB stack carries any chain. Measured with `FusionTests`' 10,000-stage chain sent to from a 512
+// KiB thread: 32 and 64 pass in a debug build (32 also under AddressSanitizer), 128 overflows; a
+// fused stage costs about 80 instructions per value against about 1,400 for a node (callgrind), so 32
+// keeps most of the gain with room to spare.
 
 /// The most stateless stages one node runs in its own value handler (itself included).
 let maxFusedStages = 32
