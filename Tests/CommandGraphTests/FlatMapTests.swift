@@ -62,13 +62,24 @@ import Testing
 /// The flatmap state machine as a plain value: no threads, no commands.
 @Suite struct FlatMapStateMachineTests {
     @Test func flatMap_limitsConcurrency_andQueuesInOrder() {
-        var machine = FlatMapStateMachine<Int>(maxConcurrent: 1)
-        guard case .start(1) = machine.value(1) else { Issue.record("first"); return }
-        guard case .none = machine.value(2) else { Issue.record("second started early"); return }
-        guard case .none = machine.value(3) else { Issue.record("third started early"); return }
+        var machine = FlatMapStateMachine(maxConcurrent: 1)
+        guard case .start = machine.value() else { Issue.record("first"); return }
+        guard case .wait = machine.value() else { Issue.record("second started early"); return }
+        guard case .wait = machine.value() else { Issue.record("third started early"); return }
         guard case .none = machine.sourceCompleted() else { Issue.record("completed early"); return }
-        guard case .start(2) = machine.innerCompleted() else { Issue.record("queued value 2"); return }
-        guard case .start(3) = machine.innerCompleted() else { Issue.record("queued value 3"); return }
+        guard case .startWaiting = machine.innerCompleted() else { Issue.record("queued value 2"); return }
+        guard case .startWaiting = machine.innerCompleted() else { Issue.record("queued value 3"); return }
         guard case .complete = machine.innerCompleted() else { Issue.record("not completed"); return }
+        guard case .none = machine.value() else { Issue.record("a value after completion started"); return }
+    }
+
+    @Test func flatMap_firstFailureWins_andNothingStartsAfterIt() {
+        struct Boom: Error {}
+        var machine = FlatMapStateMachine(maxConcurrent: 2)
+        guard case .start = machine.value() else { Issue.record("first"); return }
+        guard case .fail = machine.failed(Boom()) else { Issue.record("not failed"); return }
+        guard case .none = machine.cancelled() else { Issue.record("a second terminal"); return }
+        guard case .none = machine.value() else { Issue.record("started after the failure"); return }
+        guard case .none = machine.innerCompleted() else { Issue.record("acted after the failure"); return }
     }
 }

@@ -28,7 +28,7 @@ public final class CommandSubject<Output: Sendable>: Command<Output>, @unchecked
     public init(replay: ReplayPolicy = .latest) {
         super.init()
         self.replay = replay
-        InlineExecution.$isOn.withValue(true) { start() }
+        machine.withLock { $0.startAtCreation() }
     }
 
     /// The subject sends through itself, not through the result, which it does not keep: a kept

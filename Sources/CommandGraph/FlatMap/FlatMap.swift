@@ -9,50 +9,113 @@ extension Command {
     /// *Completes:* when this command and every inner command completed.
     /// *Fails:* when this command or any inner command fails, or `transform` throws; everything else
     /// is cancelled (ReactiveCocoa's rule). *Cancels:* this command and every inner command.
+    ///
+    /// The node lets go of an inner command once it ended, so an endless source keeps only the inner
+    /// commands still running.
     public func flatMap<Result: Sendable>(
         maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Output) throws -> Command<Result>?
     ) -> Command<Result> {
         let limit = Swift.max(1, maxConcurrent)
-        return unary("flatMap") { link, input in
-            let machine = Locked(FlatMapStateMachine<Output>(maxConcurrent: limit))
-            @Sendable func perform(_ action: FlatMapStateMachine<Output>.Action) {
-                switch action {
-                case .none: break
-                case .start(let value):
-                    let inner: Command<Result>?
-                    do { inner = try transform(value) } catch { return perform(machine.withLock { $0.failed(error) }) }
-                    guard let inner else { return perform(machine.withLock { $0.innerCompleted() }) }
-                    link.subscribe(runTime: inner) { event in
-                        switch event {
-                        case .value(let value): link.emit(.value(value))
-                        case .completed: perform(machine.withLock { $0.innerCompleted() })
-                        case .failed(let error): perform(machine.withLock { $0.failed(error) })
-                        case .cancelled:
-                            if machine.withLock({ $0.cancelled() }).isCancelled {
-                                link.emit(.cancelled(link.inputCancelled(inner.displayName)))
-                            }
-                        }
-                    }
-                case .complete: link.emit(.completed)
-                case .fail(let error): link.emit(.failed(error))
-                case .cancelled: link.emit(.cancelled(link.inputCancelled(input.displayName)))
-                }
-            }
-            return { event in
-                switch event {
-                case .value(let value): perform(machine.withLock { $0.value(value) })
-                case .completed: perform(machine.withLock { $0.sourceCompleted() })
-                case .failed(let error): perform(machine.withLock { $0.failed(error) })
-                case .cancelled: perform(machine.withLock { $0.cancelled() })
-                }
-            }
+        // `unowned(unsafe)`: the node keeps its input alive until it ends, and the body runs before that.
+        return .combinator("flatMap", inputs: [self]) { [unowned(unsafe) self] link in
+            let node = FlatMapNode(link: link, sourceName: displayName, maxConcurrent: limit, transform: transform)
+            link.subscribe(self, value: { node.received($0) }, terminal: { node.sourceEnded($0) })
         }
     }
 }
 
-extension FlatMapStateMachine.Action {
-    var isCancelled: Bool {
-        if case .cancelled = self { return true }
-        return false
+/// A running `flatMap`: the state machine and the values waiting for a free slot under one lock.
+///
+/// A class, not closures over a generic state: a method of a generic class finds its type parameters
+/// in the instance, where an unspecialised closure over a generic value looks its metadata up per call.
+final class FlatMapNode<Input: Sendable, Output: Sendable>: @unchecked Sendable {
+    // `@unchecked Sendable`: `waiting` and `waitingHead` are only touched inside `machine.withLock`;
+    // everything else is immutable.
+    private let link: Link<Output>
+    private let sourceName: String
+    private let transform: @Sendable (Input) throws -> Command<Output>?
+    private let machine: Locked<FlatMapStateMachine>
+    /// The values waiting for a free slot (`maxConcurrent`), oldest at `waitingHead`.
+    private var waiting: [Input] = []
+    private var waitingHead = 0
+
+    init(
+        link: Link<Output>, sourceName: String, maxConcurrent: Int,
+        transform: @escaping @Sendable (Input) throws -> Command<Output>?
+    ) {
+        self.link = link
+        self.sourceName = sourceName
+        self.transform = transform
+        machine = Locked(FlatMapStateMachine(maxConcurrent: maxConcurrent))
+    }
+
+    func received(_ value: Input) {
+        let action = machine.withLock { machine -> FlatMapStateMachine.Action in
+            let action = machine.value()
+            if case .wait = action { waiting.append(value) }
+            return action
+        }
+        if case .start = action { start(value) }
+    }
+
+    func sourceEnded(_ event: CommandEvent<Input>) {
+        switch event {
+        case .value: break
+        case .completed: perform(machine.withLock { $0.sourceCompleted() })
+        case .failed(let error): perform(machine.withLock { $0.failed(error) })
+        case .cancelled: perform(machine.withLock { $0.cancelled() })
+        }
+    }
+
+    private func start(_ value: Input) {
+        let inner: Command<Output>?
+        do { inner = try transform(value) } catch { return perform(machine.withLock { $0.failed(error) }) }
+        guard let inner else { return innerCompleted() }
+        link.subscribe(runTime: inner, value: { [link] in link.send($0) }) { [self, unowned(unsafe) inner] event in
+            // `unowned(unsafe)`: the inner command is delivering this event, so it is alive.
+            switch event {
+            case .value: break
+            case .completed: innerCompleted()
+            case .failed(let error): perform(machine.withLock { $0.failed(error) })
+            case .cancelled:
+                if case .cancelled = machine.withLock({ $0.cancelled() }) {
+                    link.emit(.cancelled(link.inputCancelled(inner.displayName)))
+                }
+            }
+        }
+    }
+
+    private func innerCompleted() {
+        var next: Input?
+        let action = machine.withLock { machine -> FlatMapStateMachine.Action in
+            let action = machine.innerCompleted()
+            if case .startWaiting = action { next = takeWaiting() }
+            return action
+        }
+        if case .startWaiting = action, let next { return start(next) }
+        perform(action)
+    }
+
+    /// The oldest waiting value; under the lock.
+    private func takeWaiting() -> Input {
+        let value = waiting[waitingHead]
+        waitingHead += 1
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead >= 64 && waitingHead * 2 >= waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+        return value
+    }
+
+    private func perform(_ action: FlatMapStateMachine.Action) {
+        switch action {
+        case .none, .start, .wait, .startWaiting: break
+        case .complete: link.emit(.completed)
+        case .fail(let error): link.emit(.failed(error))
+        case .cancelled: link.emit(.cancelled(link.inputCancelled(sourceName)))
+        }
     }
 }

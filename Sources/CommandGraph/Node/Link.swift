@@ -59,6 +59,37 @@ final class Link<Output: Sendable>: Cancelable {
         subscriptions.add(input.subscribe(handler))
     }
 
+    /// Observes `input`, a command chosen while this node runs, with its values handed over as they are
+    /// (no event per value) and its terminal event to `terminal`; the subscription is let go of once
+    /// `input` ended (an endless `flatMap` holds only the inner commands still running). Recorded as
+    /// a run-time input like ``subscribe(runTime:_:)``.
+    func subscribe<Input>(
+        runTime input: Command<Input>, value: @escaping @Sendable (Input) -> Void,
+        terminal: @escaping @Sendable (CommandEvent<Input>) -> Void
+    ) {
+        result.command.recordRunTimeInput(input)
+        // The token, once `subscribe` returned it; `ended`: the terminal event came first.
+        let slot = Locked<(token: (any Cancelable)?, ended: Bool)>((nil, false))
+        let token = input.subscribe(value: value) { [subscriptions] event in
+            terminal(event)
+            if let token = slot.withLock({ slot -> (any Cancelable)? in
+                slot.ended = true
+                defer { slot.token = nil }
+                return slot.token
+            }) {
+                subscriptions.remove(token)
+            }
+        }
+        // Held before it is published in the slot, so a terminal event on another thread right now
+        // removes it, or finds it not published and leaves the removal to this thread.
+        subscriptions.add(token)
+        let ended = slot.withLock { slot -> Bool in
+            if !slot.ended { slot.token = token }
+            return slot.ended
+        }
+        if ended { subscriptions.remove(token) }
+    }
+
     /// Keeps a subscription until this node ends or is cancelled.
     func add(_ subscription: any Cancelable) { subscriptions.add(subscription) }
 
