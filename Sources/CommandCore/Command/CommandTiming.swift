@@ -6,16 +6,41 @@ import Dispatch
 /// Recorded by the command itself at each transition (a clock read each, about 25 ns); read it at any
 /// time, from any thread: a stage not reached yet is nil.
 public struct CommandTiming: Sendable, Equatable {
+    // Stored without `Optional` (0 is "not reached": the clock counts from boot, and no thread id is
+    // 0): 40 bytes instead of 73 in every command's state.
+    private var executed: UInt64 = 0
+    private var ready: UInt64 = 0
+    private var started: UInt64 = 0
+    private var ended: UInt64 = 0
+    private var runThread: UInt64 = 0
+
     /// Executed (its dependencies were being waited for from then on).
-    public internal(set) var executedAt: UInt64?
+    public internal(set) var executedAt: UInt64? {
+        get { Self.optional(executed) }
+        set { executed = newValue ?? 0 }
+    }
     /// Handed to its queue: every dependency had finished.
-    public internal(set) var readyAt: UInt64?
+    public internal(set) var readyAt: UInt64? {
+        get { Self.optional(ready) }
+        set { ready = newValue ?? 0 }
+    }
     /// `run` was called.
-    public internal(set) var startedAt: UInt64?
+    public internal(set) var startedAt: UInt64? {
+        get { Self.optional(started) }
+        set { started = newValue ?? 0 }
+    }
     /// The terminal event was decided.
-    public internal(set) var endedAt: UInt64?
+    public internal(set) var endedAt: UInt64? {
+        get { Self.optional(ended) }
+        set { ended = newValue ?? 0 }
+    }
     /// The thread `run` was called on (a `pthread_t`, for traces).
-    public internal(set) var thread: UInt64?
+    public internal(set) var thread: UInt64? {
+        get { Self.optional(runThread) }
+        set { runThread = newValue ?? 0 }
+    }
+
+    private static func optional(_ stored: UInt64) -> UInt64? { stored == 0 ? nil : stored }
 
     /// No time recorded (a command not executed yet; a plain operation in a report).
     package init() {}

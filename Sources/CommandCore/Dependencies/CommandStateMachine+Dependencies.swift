@@ -8,7 +8,7 @@ extension CommandStateMachine {
     mutating func addDependency(
         _ operation: Operation, isSelf: Bool, typeName: @autoclosure () -> String
     ) -> AddDependencyAction {
-        if dependencyIDs.contains(ObjectIdentifier(operation)) { return .duplicate }
+        if hasDependency(operation) { return .duplicate }
         if isSelf {
             switch lifecycle {
             case .pending, .claimed:
@@ -23,12 +23,10 @@ extension CommandStateMachine {
         }
         switch lifecycle {
         case .pending, .claimed:
-            dependencies.append(operation)
-            dependencyIDs.insert(ObjectIdentifier(operation))
+            recordDependency(operation)
             return .none
         case .waiting(let remaining):
-            dependencies.append(operation)
-            dependencyIDs.insert(ObjectIdentifier(operation))
+            recordDependency(operation)
             lifecycle = .waiting(remaining: remaining + 1)
             return .registerLate
         case .enqueued, .executing:
@@ -70,11 +68,36 @@ extension CommandStateMachine {
 
     enum Removal: Sendable { case removed, absent, refused }
 
+    /// From this many edges on, `dependencyIDs` indexes them (a fan-in of 100,000 would otherwise be
+    /// quadratic to build); below, a scan of `dependencies` is cheaper than hashing, and most commands
+    /// (one or two edges) never allocate a set (about 100 bytes and a hash per edge).
+    static var dependencySetThreshold: Int { 16 }
+
+    @inline(__always)
+    func hasDependency(_ operation: Operation) -> Bool {
+        if dependencies.count < Self.dependencySetThreshold {
+            return dependencies.contains { $0 === operation }
+        }
+        return dependencyIDs.contains(ObjectIdentifier(operation))
+    }
+
+    @inline(__always)
+    mutating func recordDependency(_ operation: Operation) {
+        dependencies.append(operation)
+        if dependencies.count == Self.dependencySetThreshold {
+            dependencyIDs = Set(dependencies.lazy.map(ObjectIdentifier.init))
+        } else if dependencies.count > Self.dependencySetThreshold {
+            dependencyIDs.insert(ObjectIdentifier(operation))
+        }
+    }
+
     /// Removes an edge; only before execute.
     mutating func removeDependency(_ operation: Operation) -> Removal {
         guard case .pending = lifecycle else { return .refused }
-        guard dependencyIDs.remove(ObjectIdentifier(operation)) != nil else { return .absent }
+        guard hasDependency(operation) else { return .absent }
+        dependencyIDs.remove(ObjectIdentifier(operation))
         dependencies.removeAll { $0 === operation }
+        if dependencies.count < Self.dependencySetThreshold { dependencyIDs = [] }
         return .removed
     }
 

@@ -47,33 +47,57 @@ public struct CommandError: Error, Sendable, CustomStringConvertible {
         public var description: String { rawValue }
     }
 
+    /// The fields, in one immutable box: an error is one reference wide (a command's state holds
+    /// several, in its lifecycle and its recorded misuse; inline they made the state about 300 bytes
+    /// larger per command).
+    private final class Storage: Sendable {
+        let code: Code
+        let command: String
+        let dependency: String?
+        let cycle: [String]
+        let condition: String?
+        let underlying: (any Error)?
+        let message: String
+
+        init(
+            code: Code, command: String, dependency: String?, cycle: [String], condition: String?,
+            underlying: (any Error)?, message: String
+        ) {
+            self.code = code
+            self.command = command
+            self.dependency = dependency
+            self.cycle = cycle
+            self.condition = condition
+            self.underlying = underlying
+            self.message = message
+        }
+    }
+
+    private let storage: Storage
+
     /// What went wrong.
-    public let code: Code
+    public var code: Code { storage.code }
     /// The name of the command concerned (its `name`, else its type).
-    public let command: String
+    public var command: String { storage.command }
     /// The dependency concerned, for dependency errors.
-    public let dependency: String?
+    public var dependency: String? { storage.dependency }
     /// The commands of a cycle, in order, first repeated last, for ``Code/dependencyCycle``.
-    public let cycle: [String]
+    public var cycle: [String] { storage.cycle }
     /// The condition concerned, for ``Code/conditionFailed``.
-    public let condition: String?
+    public var condition: String? { storage.condition }
     /// The error that caused this one (a dependency's failure), if any.
-    public let underlying: (any Error)?
+    public var underlying: (any Error)? { storage.underlying }
     /// A sentence that names the command and says what to do.
-    public let message: String
+    public var message: String { storage.message }
 
     /// Creates an error; prefer the static factories, which write the message.
     public init(
         code: Code, command: String, message: String, dependency: String? = nil, cycle: [String] = [],
         underlying: (any Error)? = nil, condition: String? = nil
     ) {
-        self.code = code
-        self.command = command
-        self.message = message
-        self.dependency = dependency
-        self.cycle = cycle
-        self.condition = condition
-        self.underlying = underlying
+        storage = Storage(
+            code: code, command: command, dependency: dependency, cycle: cycle, condition: condition,
+            underlying: underlying, message: message)
     }
 
     public var description: String { "CommandError.\(code) (\(command)): \(message)" }

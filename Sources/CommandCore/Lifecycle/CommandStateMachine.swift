@@ -25,34 +25,21 @@ import Foundation
 /// command goes in `Scheduling/CommandStateMachine+HandOver.swift`; values and observers in
 /// `Delivery/CommandStateMachine+Delivery.swift`.
 struct CommandStateMachine<Output: Sendable>: Sendable {
-    /// Where the command is in its life (see ``Lifecycle``).
-    var lifecycle: Lifecycle = .pending
-    /// What Foundation sees (KVO flags as published, readiness for a user's queue).
-    var face = OperationFace()
     /// The conditions and categories checked before the run; nil for a command without any.
     var gate: Gate?
     var timing = CommandTiming()
     /// Made on first use (most commands never report progress).
     var progress: Progress?
-    /// A `Graph` or a group made `progress` a child of its own (a `Progress` has one parent).
-    var progressAdopted = false
-    /// What a failed or cancelled dependency does to this command.
-    var dependencyPolicy = DependencyPolicy.cancelIfAnyFails
     /// With `runOnFirstSuccess`: the last failure seen, reported if no dependency succeeds.
     var lastDependencyFailure: CommandError?
     var queue = QueueSettings()
     /// Internal consumers (combinators subscribed to this command); when the last one detaches and
     /// nobody executed the command directly, it is cancelled.
     var consumers = 0
-    /// Executed directly (`execute`, `start()`): never cancelled for lack of consumers.
-    var pinned = false
     /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
     var inputs: [Operation] = []
     /// A stateless stage's description, for a consumer that fuses it (`Dependencies/Command+Fusion.swift`).
     var fusibleStage: (any AnyObject & Sendable)?
-    /// `run` was called and has not returned: a combinator's run reads its inputs, so they are kept
-    /// until it returns even if the command ends meanwhile (a cancel racing with the start).
-    private var runInProgress = false
     /// The inputs by weak reference, for pictures of the graph after the inputs were released.
     var inputLinks: [WeakOperation] = []
     /// Commands a combinator subscribed to while running (the next command of `then { }`, each inner
@@ -62,20 +49,16 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// Called when the command is released (leak checks in tests).
     var releaseCallbacks: [@Sendable () -> Void] = []
     var name: String?
-    var replay: ReplayPolicy = .all
     /// The closure of `Command { result in ... }`; released when the command ends.
     var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
     var dependencies: [Operation] = []
-    /// The identities of `dependencies`, so a duplicate edge is found in O(1), not O(edges): a fan-in
-    /// of 100,000 dependencies would otherwise be quadratic to build.
+    /// The identities of `dependencies` once there are `dependencySetThreshold` of them, so a
+    /// duplicate edge is found in O(1), not O(edges): a fan-in of 100,000 dependencies would otherwise
+    /// be quadratic to build. Empty below the threshold (see `hasDependency`).
     var dependencyIDs: Set<ObjectIdentifier> = []
     var dependents: [any DependencyNode] = []
     /// A misuse recorded by a call that cannot throw (a self-dependency); fails the command when executed.
     var misuse: CommandError?
-    /// `start()` was called by someone other than the engine (a queue the user added it to).
-    var startedExternally = false
-    /// `run` was called (for state observers).
-    private(set) var didExecute = false
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog<Output>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
@@ -87,6 +70,26 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var drainer: (@Sendable (UInt64) -> Void)?
     /// What `run` returned; cancelled on cancel, released when the command ends.
     private var cancelable: (any Cancelable)?
+    // The fields narrower than a word last, together: between wider fields each would cost a padded
+    // word (the state was 736 bytes before the layout and `CommandError`'s box, 440 after the box).
+    /// What Foundation sees (KVO flags as published, readiness for a user's queue).
+    var face = OperationFace()
+    /// Where the command is in its life (see ``Lifecycle``).
+    var lifecycle: Lifecycle = .pending
+    /// A `Graph` or a group made `progress` a child of its own (a `Progress` has one parent).
+    var progressAdopted = false
+    /// What a failed or cancelled dependency does to this command.
+    var dependencyPolicy = DependencyPolicy.cancelIfAnyFails
+    /// Executed directly (`execute`, `start()`): never cancelled for lack of consumers.
+    var pinned = false
+    /// `run` was called and has not returned: a combinator's run reads its inputs, so they are kept
+    /// until it returns even if the command ends meanwhile (a cancel racing with the start).
+    private var runInProgress = false
+    var replay: ReplayPolicy = .all
+    /// `start()` was called by someone other than the engine (a queue the user added it to).
+    var startedExternally = false
+    /// `run` was called (for state observers).
+    private(set) var didExecute = false
 
     // MARK: - Queries
 

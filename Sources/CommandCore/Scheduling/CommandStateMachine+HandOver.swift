@@ -5,23 +5,24 @@ import Foundation
 extension CommandStateMachine {
     /// The command's queue settings (not part of the lifecycle, but guarded by the same lock).
     struct QueueSettings: Sendable {
+        // Word-wide fields first, the flags together last (58 bytes in declaration order, 38 so).
         /// The command's ``Command/executeQueue``, once it has one.
         var executeQueue: OperationQueue?
-        var ownsQueue = true
-        /// `queue` is the user's queue that called `start()` and runs the command: let go of it when
-        /// the command ends (a command must not keep its caller's queue alive).
-        var borrowed = false
+        var underlying: DispatchQueue?
         /// The engine queue the command object itself was added to: that queue's `start()` runs it,
         /// and an ending before then waits for it (Foundation requires the queue to start it). Kept
         /// after `queue` is given back to the pool.
         var holder: ObjectIdentifier?
-        /// The queue came from (and goes back to) the ``QueuePool``.
-        var pooled = false
-        var underlying: DispatchQueue?
-        /// The command was handed to `queue`: replacing it now has no effect.
-        var handedOver = false
         /// The ``Admission`` slot (a quality of service) the command holds until it starts.
         var admission: Int?
+        var ownsQueue = true
+        /// `queue` is the user's queue that called `start()` and runs the command: let go of it when
+        /// the command ends (a command must not keep its caller's queue alive).
+        var borrowed = false
+        /// The queue came from (and goes back to) the ``QueuePool``.
+        var pooled = false
+        /// The command was handed to `queue`: replacing it now has no effect.
+        var handedOver = false
         /// A combinator node: its run only subscribes to its inputs, so once ready it runs in place on
         /// the thread that made it ready (through ``Trampoline/wiring``) instead of on a queue, unless
         /// a queue or underlying queue was assigned. Its observers are wired before `execute` returns.

@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+
+@testable import CommandCore
+
+/// The size of a command's state, which every node of a graph carries (issue 23: at most 1 KiB per
+/// live node at a million nodes, of which Foundation's own `Operation` is about 550 bytes on Linux).
+@Suite struct StateLayoutTests {
+    @Test func aCommandsStateStaysSmall() {
+        // 736 bytes before `CommandError` was boxed, the timing stored without optionals and the
+        // narrow fields packed together; 376 after.
+        #expect(MemoryLayout<CommandStateMachine<Void>>.size <= 384)
+        #expect(MemoryLayout<CommandStateMachine<[String: Int]>>.size <= 384)
+    }
+
+    @Test func anErrorIsOneReferenceWide() {
+        #expect(MemoryLayout<CommandError>.size == MemoryLayout<AnyObject>.size)
+        #expect(MemoryLayout<Termination>.size <= 9)
+        let error = CommandError.dependencyFailed("b", dependency: "a", error: CommandError.cancelled("a"))
+        #expect(error.code == .dependencyFailed)
+        #expect(error.command == "b" && error.dependency == "a")
+        #expect((error.underlying as? CommandError)?.code == .cancelled)
+        #expect(error.message.contains("'b' did not run because its dependency 'a' failed"))
+    }
+
+    @Test func timingReadsNilUntilRecorded() {
+        var timing = CommandTiming()
+        #expect(timing.startedAt == nil && timing.endedAt == nil && timing.thread == nil)
+        timing.startedAt = 5
+        timing.endedAt = 12
+        #expect(timing.startedAt == 5 && timing.runDuration == .nanoseconds(7))
+        timing.startedAt = nil
+        #expect(timing.startedAt == nil && timing.runDuration == nil)
+    }
+}
