@@ -306,4 +306,20 @@ import Testing
         log.append(7)
         #expect(log.value(at: 1000) == 7)
     }
+
+    /// `Void` values are counted, not stored; indexes and trimming behave as for any other type.
+    @Test func valueLog_ofAZeroSizedType_countsItsValues() {
+        var log = ValueLog<Void>()
+        #expect(log.isEmpty)
+        for _ in 0..<5 { log.append(()) }
+        #expect(log.startIndex == 0 && log.endIndex == 5 && !log.isEmpty)
+        log.value(at: 4)
+        log.trim(below: 3)
+        #expect(log.startIndex == 3 && log.endIndex == 5)
+        log.trim(below: 10)
+        #expect(log.isEmpty && log.startIndex == 5)
+        var copy = log
+        copy.append(())
+        #expect(copy.endIndex == 6 && log.endIndex == 5)
+    }
 }

@@ -35,16 +35,26 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
     private var ring: RawRing?
     /// Absolute index of the oldest kept value.
     private(set) var startIndex = 0
+    /// The values kept of a zero-sized `Output` (`Void`, the output of most commands in a graph):
+    /// counted, not stored, so such a command allocates no ring (about 80 bytes a command).
+    private var zeroSizedCount = 0
+
+    @inline(__always)
+    private static var isZeroSized: Bool { MemoryLayout<Output>.size == 0 }
 
     /// Absolute index one past the newest value.
     @inline(__always)
-    var endIndex: Int { startIndex + (ring?.count ?? 0) }
+    var endIndex: Int { startIndex + (ring?.count ?? zeroSizedCount) }
 
     @inline(__always)
-    var isEmpty: Bool { (ring?.count ?? 0) == 0 }
+    var isEmpty: Bool { (ring?.count ?? zeroSizedCount) == 0 }
 
     @inline(__always)
     mutating func append(_ value: Output) {
+        if Self.isZeroSized {
+            zeroSizedCount += 1
+            return
+        }
         if ring == nil {
             ring = RawRing(of: Output.self)
         } else if !isKnownUniquelyReferenced(&ring!) {
@@ -60,6 +70,10 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
     func value(at index: Int) -> Output {
         precondition(
             index >= startIndex && index < endIndex, "ValueLog: index \(index) outside \(startIndex)..<\(endIndex)")
+        if Self.isZeroSized {
+            // A zero-sized value has no bytes: any aligned address reads one.
+            return UnsafeRawPointer(bitPattern: MemoryLayout<Output>.alignment)!.assumingMemoryBound(to: Output.self).pointee
+        }
         return ring!.slot(index - startIndex).assumingMemoryBound(to: Output.self).pointee
     }
 
@@ -67,6 +81,11 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
     @inline(__always)
     mutating func trim(below index: Int) {
         let drop = min(index, endIndex) - startIndex
+        if Self.isZeroSized && drop > 0 {
+            zeroSizedCount -= drop
+            startIndex += drop
+            return
+        }
         guard drop > 0, ring != nil else { return }
         if !isKnownUniquelyReferenced(&ring!) { ring = ring!.copy() }
         let ring = ring!
