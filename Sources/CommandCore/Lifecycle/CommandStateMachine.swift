@@ -24,14 +24,26 @@ import Foundation
 /// and dependencies' endings in `Dependencies/CommandStateMachine+Dependencies.swift`; where a ready
 /// command goes in `Scheduling/CommandStateMachine+HandOver.swift`; values and observers in
 /// `Delivery/CommandStateMachine+Delivery.swift`.
-struct CommandStateMachine<Output: Sendable>: Sendable {
-    /// The conditions and categories checked before the run; nil for a command without any.
+/// The fields of ``CommandStateMachine`` that most commands never set, kept out of line: every node of
+/// a graph carries the state machine, and these six cost 48 bytes a node inline (8 as a box pointer).
+struct RareFields: Sendable {
     var gate: Gate?
-    var timing = CommandTiming()
-    /// Made on first use (most commands never report progress).
     var progress: Progress?
-    /// With `runOnFirstSuccess`: the last failure seen, reported if no dependency succeeds.
     var lastDependencyFailure: CommandError?
+    var misuse: CommandError?
+    var runTimeLinks: [WeakOperation] = []
+    var releaseCallbacks: [@Sendable () -> Void] = []
+}
+
+/// The box of ``RareFields``; part of the state machine's value, so guarded by the command's lock.
+final class RareBox: @unchecked Sendable {
+    // `@unchecked Sendable`: only touched through the state machine, under its command's lock.
+    var fields: RareFields
+    init(_ fields: RareFields) { self.fields = fields }
+}
+
+struct CommandStateMachine<Output: Sendable>: Sendable {
+    var timing = CommandTiming()
     var queue = QueueSettings()
     /// Internal consumers (combinators subscribed to this command); when the last one detaches and
     /// nobody executed the command directly, it is cancelled.
@@ -40,14 +52,11 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var inputs: [Operation] = []
     /// A stateless stage's description, for a consumer that fuses it (`Dependencies/Command+Fusion.swift`).
     var fusibleStage: (any AnyObject & Sendable)?
+    /// What most commands never set (conditions, progress, a misuse, run-time inputs, release
+    /// callbacks), made on first write (see ``RareFields``).
+    private var rareBox: RareBox?
     /// The inputs by weak reference, for pictures of the graph after the inputs were released.
     var inputLinks: [WeakOperation] = []
-    /// Commands a combinator subscribed to while running (the next command of `then { }`, each inner
-    /// command of `flatMap`, a `catch` recovery, a `retry` attempt), by weak reference, for pictures
-    /// and stall reports; released ones are pruned as more are added (see `recordRunTimeInput`).
-    var runTimeLinks: [WeakOperation] = []
-    /// Called when the command is released (leak checks in tests).
-    var releaseCallbacks: [@Sendable () -> Void] = []
     var name: String?
     /// The closure of `Command { result in ... }`; released when the command ends.
     var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
@@ -57,8 +66,6 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// be quadratic to build. Empty below the threshold (see `hasDependency`).
     var dependencyIDs: Set<ObjectIdentifier> = []
     var dependents: [any DependencyNode] = []
-    /// A misuse recorded by a call that cannot throw (a self-dependency); fails the command when executed.
-    var misuse: CommandError?
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog<Output>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
@@ -90,6 +97,55 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var startedExternally = false
     /// `run` was called (for state observers).
     private(set) var didExecute = false
+
+    // MARK: - Fields most commands never set
+
+    /// The rarely set fields, read without allocating; written through a box made on first write and
+    /// copied first if a copy of this state shares it (the state is a value).
+    var rare: RareFields {
+        get { rareBox?.fields ?? RareFields() }
+        _modify {
+            if rareBox == nil {
+                rareBox = RareBox(RareFields())
+            } else if !isKnownUniquelyReferenced(&rareBox!) {
+                rareBox = RareBox(rareBox!.fields)
+            }
+            yield &rareBox!.fields
+        }
+    }
+
+    /// The conditions and categories checked before the run; nil for a command without any.
+    var gate: Gate? {
+        @inline(__always) get { rareBox?.fields.gate }
+        _modify { yield &rare.gate }
+    }
+    /// Made on first use (most commands never report progress).
+    var progress: Progress? {
+        get { rareBox?.fields.progress }
+        _modify { yield &rare.progress }
+    }
+    /// With `runOnFirstSuccess`: the last failure seen, reported if no dependency succeeds.
+    var lastDependencyFailure: CommandError? {
+        get { rareBox?.fields.lastDependencyFailure }
+        _modify { yield &rare.lastDependencyFailure }
+    }
+    /// A misuse recorded by a call that cannot throw (a self-dependency); fails the command when executed.
+    var misuse: CommandError? {
+        get { rareBox?.fields.misuse }
+        _modify { yield &rare.misuse }
+    }
+    /// Commands a combinator subscribed to while running (the next command of `then { }`, each inner
+    /// command of `flatMap`, a `catch` recovery, a `retry` attempt), by weak reference, for pictures
+    /// and stall reports; released ones are pruned as more are added (see `recordRunTimeInput`).
+    var runTimeLinks: [WeakOperation] {
+        get { rareBox?.fields.runTimeLinks ?? [] }
+        _modify { yield &rare.runTimeLinks }
+    }
+    /// Called when the command is released (leak checks in tests).
+    var releaseCallbacks: [@Sendable () -> Void] {
+        get { rareBox?.fields.releaseCallbacks ?? [] }
+        _modify { yield &rare.releaseCallbacks }
+    }
 
     // MARK: - Queries
 

@@ -59,7 +59,9 @@ final class TransformStage<Input: Sendable, Output: Sendable>: FusibleStage<Outp
     // Immutable after init.
     let transform: StageTransform<Input, Output>
 
-    init(_ transform: @escaping StageTransform<Input, Output>) { self.transform = transform }
+    init(_ transform: @escaping StageTransform<Input, Output>) {
+        self.transform = transform
+    }
 
     override func fuse(
         _ node: Command<Output>, ahead downstream: @escaping ValueHandler<Output>, into wiring: any FusionWiring, budget: Int
