@@ -6,14 +6,16 @@ import sys
 
 text = open(sys.argv[1]).read() if len(sys.argv) > 1 else sys.stdin.read()
 text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
-rows, name = [], None
+rows, name, previous = [], None, ""
 for line in text.splitlines():
     if "ETA:" in line:
         continue
-    if line and not line.startswith(("│", "╒", "╞", "├", "╘", "=", " ")) and "(" in line:
-        name = line.strip()
+    if line.startswith("╒"):  # a table starts: the line before it names the benchmark
+        name = previous.strip()
         rows.append({"name": name})
         continue
+    if line.strip():
+        previous = line
     if name is None or not line.startswith("│"):
         continue
     cells = [cell.strip() for cell in line.strip("│").split("│")]

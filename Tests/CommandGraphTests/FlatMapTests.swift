@@ -83,3 +83,43 @@ import Testing
         guard case .none = machine.innerCompleted() else { Issue.record("acted after the failure"); return }
     }
 }
+
+/// A running `flatMap` holds only the inner commands still running.
+@Suite struct FlatMapMemoryTests {
+    private final class WeakInner: @unchecked Sendable {
+        // Appended to by the transform, on the sending thread (this test's), read after.
+        var inners: [() -> Command<Int>?] = []
+    }
+
+    @Test func endedInners_areLetGo_whileTheNodeRuns() async {
+        let subject = CommandSubject<Int>(replay: .none)
+        let weak = WeakInner()
+        let output = subject.flatMap { value -> Command<Int> in
+            let inner = CommandSubject<Int>(replay: .latest)
+            inner.send(value * 10)
+            inner.complete()
+            weak.inners.append { [weak inner] in inner }
+            return inner
+        }
+        let values = Locked<[Int]>([])
+        let token = output.execute(on: .immediate) { event in
+            if case .value(let value) = event { values.withLock { $0.append(value) } }
+        }
+        for value in 1...100 { subject.send(value) }
+        #expect(values.withLock { $0 } == (1...100).map { $0 * 10 })
+        #expect(!output.state.isTerminal, "the source has not completed")
+        #expect(weak.inners.allSatisfy { $0() == nil }, "every inner ended and was let go of")
+        // One still running is held.
+        let running = CommandSubject<Int>(replay: .none)
+        let second = CommandSubject<Int>(replay: .none)
+        let held = second.flatMap { _ in running }
+        let heldToken = held.execute(on: .immediate) { _ in }
+        second.send(1)
+        running.send(7)
+        #expect(held.runTimeInputs.contains { $0 === running })
+        running.complete()
+        _ = (token, heldToken)
+        output.cancel()
+        held.cancel()
+    }
+}

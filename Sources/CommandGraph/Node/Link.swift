@@ -80,6 +80,8 @@ final class Link<Output: Sendable>: Cancelable {
                 subscriptions.remove(token)
             }
         }
+        // An inner that had ended already (its terminal event replayed during `subscribe`) is not held.
+        if slot.withLock({ $0.ended }) { return }
         // Held before it is published in the slot, so a terminal event on another thread right now
         // removes it, or finds it not published and leaves the removal to this thread.
         subscriptions.add(token)
