@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Instructions per value (and per stage for map100) on each value path, with callgrind: each case run
-# with 10,000 and 30,000 values, the difference divided by 20,000 (building the graph cancels out).
-# Usage: scripts/callgrind-value-path.sh [case...]   (default: map100 filtermap flatmap send)
+# with 10,000 and 30,000 values, the difference divided by 20,000 (building the graph cancels out);
+# `chain`: instructions per command of a chain built, run and released (2,000 and 6,000 commands).
+# Usage: scripts/callgrind-value-path.sh [case...]   (default: map100 filtermap flatmap send chain)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build -c release --product ValuePath >/dev/null
 cases=("$@")
-[ ${#cases[@]} -eq 0 ] && cases=(map100 filtermap flatmap send)
+[ ${#cases[@]} -eq 0 ] && cases=(map100 filtermap flatmap send chain)
 count() {
     valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/ValuePath "$1" "$2" 2>&1 |
         sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 for name in "${cases[@]}"; do
+    if [ "$name" = chain ]; then
+        low=$(count chain 2000)
+        high=$(count chain 6000)
+        echo "chain: $(( (high - low) / 4000 )) instructions per command (built, run, released)"
+        continue
+    fi
     low=$(count "$name" 10000)
     high=$(count "$name" 30000)
     per=$(( (high - low) / 20000 ))

@@ -4,7 +4,8 @@
 // run a case with two value counts and divide the difference by the difference of values (and
 // stages), which cancels building and tearing down the graph. Cases: `map100` (a 100-stage map
 // chain), `filtermap`, `flatmap` (an inner command per value), `send` (a subject, one `.immediate`
-// observer). Values are sent from this thread into a hot `CommandSubject` (replay `.none`) with
+// observer), and `chain`: commands, not values (a chain of that many `Command<Void>`s built with
+// `addDependency`, run and released: divide by the difference of commands). Values are sent from this thread into a hot `CommandSubject` (replay `.none`) with
 // `.immediate` delivery, as in the benchmark package's Combinators suite.
 //
 //     valgrind --tool=callgrind .build/release/ValuePath map100 10000
@@ -19,8 +20,34 @@ final class Counter: @unchecked Sendable {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let values = Int(arguments[2]) else {
-    print("usage: ValuePath map100|filtermap|flatmap|send <values>")
+    print("usage: ValuePath map100|filtermap|flatmap|send|chain <values>")
     exit(2)
+}
+
+if arguments[1] == "chain" {
+    // This tool's own main thread waits (a group): not a pool thread. It waits for the first and the
+    // last command to be released, not by polling (which would count a varying number of polls).
+    let released = DispatchGroup()
+    do {
+        var last: Command<Void>?
+        for index in 0..<values {
+            let command = Command<Void> { result in
+                result.succeed()
+                return nil
+            }
+            if let last { command.addDependency(last) }
+            if index == 0 || index == values - 1 {
+                released.enter()
+                command.onRelease { released.leave() }
+            }
+            last = command
+        }
+        last!.execute(on: .immediate) { _ in }
+    }
+    released.wait()
+    while CommandDiagnostics.liveCommands > 0 { usleep(100) }
+    print("chain: \(values) commands")
+    exit(0)
 }
 
 let subject = CommandSubject<Int>(replay: .none)

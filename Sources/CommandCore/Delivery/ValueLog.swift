@@ -72,7 +72,8 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
             index >= startIndex && index < endIndex, "ValueLog: index \(index) outside \(startIndex)..<\(endIndex)")
         if Self.isZeroSized {
             // A zero-sized value has no bytes: any aligned address reads one.
-            return UnsafeRawPointer(bitPattern: MemoryLayout<Output>.alignment)!.assumingMemoryBound(to: Output.self).pointee
+            return UnsafeRawPointer(bitPattern: MemoryLayout<Output>.alignment)!.assumingMemoryBound(to: Output.self)
+                .pointee
         }
         return ring!.slot(index - startIndex).assumingMemoryBound(to: Output.self).pointee
     }

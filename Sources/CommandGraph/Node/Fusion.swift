@@ -28,7 +28,9 @@ typealias ValueHandler<Value> = @Sendable (Value) -> Void
 /// A stateless stage's transform: given what takes its output and what fails the node running it,
 /// what handles one input value.
 typealias StageTransform<Input, Output> =
-    @Sendable (_ next: @escaping ValueHandler<Output>, _ fail: @escaping @Sendable (any Error) -> Void) -> ValueHandler<Input>
+    @Sendable (_ next: @escaping ValueHandler<Output>, _ fail: @escaping @Sendable (any Error) -> Void) -> ValueHandler<
+        Input
+    >
 
 /// The consuming node's side of a fusion: where the fused handler ends up subscribed.
 protocol FusionWiring: Sendable {
@@ -49,7 +51,10 @@ class FusibleStage<Output: Sendable>: @unchecked Sendable {
 
     /// Runs this stage, whose node `node` the caller holds alone (claimed), ahead of `downstream`:
     /// wires `wiring` to the stage's own input.
-    func fuse(_ node: Command<Output>, ahead downstream: @escaping ValueHandler<Output>, into wiring: any FusionWiring, budget: Int) {
+    func fuse(
+        _ node: Command<Output>, ahead downstream: @escaping ValueHandler<Output>, into wiring: any FusionWiring,
+        budget: Int
+    ) {
         preconditionFailure("FusibleStage.fuse is abstract")
     }
 }
@@ -64,12 +69,14 @@ final class TransformStage<Input: Sendable, Output: Sendable>: FusibleStage<Outp
     }
 
     override func fuse(
-        _ node: Command<Output>, ahead downstream: @escaping ValueHandler<Output>, into wiring: any FusionWiring, budget: Int
+        _ node: Command<Output>, ahead downstream: @escaping ValueHandler<Output>, into wiring: any FusionWiring,
+        budget: Int
     ) {
         let handler = transform(downstream) { error in wiring.fail(error) }
         // A stage holds its input from the moment it is made until it runs (it never runs now).
         guard let (input, sole) = node.takeHeldInput() else { preconditionFailure("a fused stage holds its input") }
-        wiring.wire(unsafeDowncast(input, to: Command<Input>.self), sole: sole, value: handler, budget: budget, linked: true)
+        wiring.wire(
+            unsafeDowncast(input, to: Command<Input>.self), sole: sole, value: handler, budget: budget, linked: true)
     }
 }
 
@@ -85,7 +92,8 @@ struct Fuser<Result: Sendable>: FusionWiring {
         _ input: Command<Input>, sole: Bool, value handler: @escaping ValueHandler<Input>, budget: Int, linked: Bool
     ) {
         if sole && budget > 0, let stage = input.claimForFusion() {
-            unsafeDowncast(stage, to: FusibleStage<Input>.self).fuse(input, ahead: handler, into: self, budget: budget - 1)
+            unsafeDowncast(stage, to: FusibleStage<Input>.self).fuse(
+                input, ahead: handler, into: self, budget: budget - 1)
             return
         }
         link.result.command.hold(input: input, linked: linked)

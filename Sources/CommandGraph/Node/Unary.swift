@@ -23,7 +23,9 @@ extension Command {
     /// is; the input's terminal event is forwarded (``Link/forwardTerminal(_:inputName:)``). The
     /// values' fast path: no event is built per value, and stages nothing else holds are fused into
     /// the node that consumes them (`Node/Fusion.swift`).
-    func stage<Result: Sendable>(_ name: String, _ transform: @escaping StageTransform<Output, Result>) -> Command<Result> {
+    func stage<Result: Sendable>(_ name: String, _ transform: @escaping StageTransform<Output, Result>) -> Command<
+        Result
+    > {
         // `unowned(unsafe)`: the node keeps its input alive (`retain(inputs:)`) until it ends, and the
         // body runs before that. Only its name is read: the input is taken from the node's held inputs.
         let node = Command<Result>.combinator(name, inputs: [self]) { [unowned(unsafe) self] link in
