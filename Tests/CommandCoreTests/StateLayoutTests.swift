@@ -13,6 +13,24 @@ import Testing
         #expect(MemoryLayout<CommandStateMachine<[String: Int]>>.size <= 304)
     }
 
+    /// The rarely set fields cost nothing until one is set: a life without conditions, progress or a
+    /// misuse never makes their box (it used to be made by the ending's `gate?.end()`: one more
+    /// allocation per command).
+    @Test func aPlainLife_makesNoBoxOfRareFields() {
+        var machine = CommandStateMachine<Int>()
+        _ = machine.send(1)
+        _ = machine.terminate(.completed)
+        #expect(machine.gate == nil && machine.misuse == nil && machine.runTimeLinks.isEmpty)
+        #expect(!machine.hasRareFields)
+        var copy = machine
+        copy.misuse = .cancelled("x")
+        #expect(copy.hasRareFields && copy.misuse?.code == .cancelled)
+        #expect(!machine.hasRareFields && machine.misuse == nil, "a copy's write is its own")
+        var shared = copy
+        shared.misuse = nil
+        #expect(copy.misuse?.code == .cancelled && shared.misuse == nil, "copied on write when shared")
+    }
+
     @Test func anErrorIsOneReferenceWide() {
         #expect(MemoryLayout<CommandError>.size == MemoryLayout<AnyObject>.size)
         #expect(MemoryLayout<Termination>.size <= 9)

@@ -114,37 +114,94 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
+    /// Whether the box of rarely set fields was made (for tests: a plain command never makes it).
+    var hasRareFields: Bool { rareBox != nil }
+
     /// The conditions and categories checked before the run; nil for a command without any.
     var gate: Gate? {
         @inline(__always) get { rareBox?.fields.gate }
-        _modify { yield &rare.gate }
+        _modify {
+            if rareBox != nil {
+                yield &rare.gate
+            } else {
+                // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
+                var value: Gate? = nil
+                yield &value
+                if value != nil { rare.gate = value }
+            }
+        }
     }
     /// Made on first use (most commands never report progress).
     var progress: Progress? {
         get { rareBox?.fields.progress }
-        _modify { yield &rare.progress }
+        _modify {
+            if rareBox != nil {
+                yield &rare.progress
+            } else {
+                // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
+                var value: Progress? = nil
+                yield &value
+                if value != nil { rare.progress = value }
+            }
+        }
     }
     /// With `runOnFirstSuccess`: the last failure seen, reported if no dependency succeeds.
     var lastDependencyFailure: CommandError? {
         get { rareBox?.fields.lastDependencyFailure }
-        _modify { yield &rare.lastDependencyFailure }
+        _modify {
+            if rareBox != nil {
+                yield &rare.lastDependencyFailure
+            } else {
+                // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
+                var value: CommandError? = nil
+                yield &value
+                if value != nil { rare.lastDependencyFailure = value }
+            }
+        }
     }
     /// A misuse recorded by a call that cannot throw (a self-dependency); fails the command when executed.
     var misuse: CommandError? {
         get { rareBox?.fields.misuse }
-        _modify { yield &rare.misuse }
+        _modify {
+            if rareBox != nil {
+                yield &rare.misuse
+            } else {
+                // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
+                var value: CommandError? = nil
+                yield &value
+                if value != nil { rare.misuse = value }
+            }
+        }
     }
     /// Commands a combinator subscribed to while running (the next command of `then { }`, each inner
     /// command of `flatMap`, a `catch` recovery, a `retry` attempt), by weak reference, for pictures
     /// and stall reports; released ones are pruned as more are added (see `recordRunTimeInput`).
     var runTimeLinks: [WeakOperation] {
         get { rareBox?.fields.runTimeLinks ?? [] }
-        _modify { yield &rare.runTimeLinks }
+        _modify {
+            if rareBox != nil {
+                yield &rare.runTimeLinks
+            } else {
+                // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
+                var value: [WeakOperation] = []
+                yield &value
+                if !value.isEmpty { rare.runTimeLinks = value }
+            }
+        }
     }
     /// Called when the command is released (leak checks in tests).
     var releaseCallbacks: [@Sendable () -> Void] {
         get { rareBox?.fields.releaseCallbacks ?? [] }
-        _modify { yield &rare.releaseCallbacks }
+        _modify {
+            if rareBox != nil {
+                yield &rare.releaseCallbacks
+            } else {
+                // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
+                var value: [@Sendable () -> Void] = []
+                yield &value
+                if !value.isEmpty { rare.releaseCallbacks = value }
+            }
+        }
     }
 
     // MARK: - Queries
