@@ -221,6 +221,34 @@ import Testing
         #expect(machine.observerCount == 0)
     }
 
+    /// A hot source's common case (replay `.none`, one idle `.immediate` observer, claimed in place):
+    /// the value is counted, not stored; a value sent while the observer is busy is stored and makes
+    /// the idle mark fail, so the caller drains it.
+    @Test func inPlaceClaim_withNothingKept_storesNothing_andIdlesOnlyWhenCaughtUp() {
+        var machine = executing()
+        machine.replay = .none
+        let (id, _) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        guard let (wakeups, claim) = machine.send(1, claimInPlace: true) else { Issue.record("ignored"); return }
+        #expect(wakeups.isEmpty && claim?.observer == id)
+        #expect(machine.retainedValueCount == 0 && machine.log.endIndex == 1)
+        // Another thread's value while the observer is claimed: kept for it, no second claim.
+        guard let (_, second) = machine.send(2, claimInPlace: true) else { Issue.record("ignored"); return }
+        #expect(second == nil && machine.retainedValueCount == 1)
+        let idleWithValueWaiting = machine.idleAfterInPlace(id)
+        #expect(!idleWithValueWaiting, "value 2 waits: the caller drains")
+        #expect(values(&machine, observer: id).compactMap(\.value) == [2])
+        // Caught up: the next value is claimed in place again, and the idle mark succeeds.
+        guard let (_, third) = machine.send(3, claimInPlace: true) else { Issue.record("ignored"); return }
+        #expect(third?.observer == id && machine.retainedValueCount == 0)
+        let idleCaughtUp = machine.idleAfterInPlace(id)
+        #expect(idleCaughtUp)
+        // A late observer gets nothing of what was sent (replay `.none`), then what comes.
+        let late = machine.addObserver(context: .immediate, sink: .events { _ in }).id
+        _ = machine.send(4)
+        _ = machine.finish(.completed)
+        #expect(values(&machine, observer: late).compactMap(\.value) == [4])
+    }
+
     @Test func cancel_dropsValuesNotYetClaimed() {
         var machine = executing()
         let (id, _) = machine.addObserver(context: .immediate, sink: .events { _ in })

@@ -87,8 +87,12 @@ extension Command {
         }
     }
 
-    /// Continues an `.immediate` observer's deliveries after one delivered in place.
-    func drainInPlace(_ observer: UInt64) { drain(observer, immediate: true) }
+    /// Continues an `.immediate` observer's deliveries after one delivered in place: marks it idle if
+    /// nothing else arrived meanwhile (one lock), else drains what did.
+    func drainInPlace(_ observer: UInt64) {
+        if machine.withLock({ $0.idleAfterInPlace(observer) }) { return }
+        drain(observer, immediate: true)
+    }
 
     /// Puts an `.immediate` drain at the back of the thread's trampoline.
     private func requeue(_ observer: UInt64) {

@@ -18,6 +18,17 @@ extension CommandStateMachine {
     mutating func send(_ value: Output, claimInPlace: Bool) -> (wakeups: Wakeups, claim: InPlaceClaim?)? {
         guard case .executing = lifecycle else { return nil }
         let index = log.endIndex
+        // A hot source's common case: nothing kept for late observers (`replay` `.none`), nothing
+        // pending, one idle `.immediate` observer up to date, which the caller hands the value to in
+        // place. The log only counts the value: it is never stored, so never copied nor destroyed.
+        if claimInPlace && replay == .none && log.isEmpty && observers.count == 1 && observers[0].kind == .events
+            && !observers[0].scheduled && observers[0].context.isImmediate && observers[0].cursor == index
+        {
+            log.skip()
+            observers[0].scheduled = true
+            observers[0].cursor = index + 1
+            return (Wakeups(), InPlaceClaim(observer: observers[0].id, box: observers[0].sink))
+        }
         log.append(value)
         var wakeups = Wakeups()
         var claim: InPlaceClaim?
@@ -165,6 +176,16 @@ extension CommandStateMachine {
         }
         observers[index].scheduled = false
         return .idle
+    }
+
+    /// After a value was delivered in place to `observer`: marks it idle if nothing else waits for it
+    /// (the common case, one lock and no drain); false if something does, and the caller drains.
+    @inline(__always)
+    mutating func idleAfterInPlace(_ observer: UInt64) -> Bool {
+        guard let index = observerIndex(observer) else { return true }
+        if observers[index].cursor < log.endIndex || outcome != nil { return false }
+        observers[index].scheduled = false
+        return true
     }
 
     /// The next event for `observer`, as a value (for tests of the machine without threads).

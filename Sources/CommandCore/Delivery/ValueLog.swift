@@ -66,6 +66,14 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
         ring.count += 1
     }
 
+    /// Counts a value that nobody will read from the log (delivered in place, nothing kept): the
+    /// indexes move on, nothing is stored. Only while the log is empty.
+    @inline(__always)
+    mutating func skip() {
+        precondition(isEmpty, "ValueLog.skip: values are kept")
+        startIndex += 1
+    }
+
     @inline(__always)
     func value(at index: Int) -> Output {
         precondition(
