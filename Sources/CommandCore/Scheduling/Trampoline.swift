@@ -125,7 +125,8 @@ package final class Trampoline: Sendable {
             queue.head += 1
             next()
         }
-        queue.blocks.removeAll(keepingCapacity: queue.blocks.count <= 256)
+        // Nothing was queued (a value handed down in place all the way): nothing to empty.
+        if !queue.blocks.isEmpty { queue.blocks.removeAll(keepingCapacity: queue.blocks.count <= 256) }
         queue.head = 0
         queue.running = false
     }
