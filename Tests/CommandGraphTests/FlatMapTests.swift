@@ -123,3 +123,73 @@ import Testing
         held.cancel()
     }
 }
+
+/// An inner command that had already finished when the transform returned it replays at once (its
+/// kept values, then its terminal event), exactly as an observer attaching to it would get them.
+@Suite struct FlatMapFinishedInnerTests {
+    private struct Boom: Error {}
+
+    /// A command that sends `values` and then ends with `ending`, run to its end.
+    private func finished(_ values: [Int], failing: Bool = false) async -> Command<Int> {
+        let command = Command<Int> { result in
+            for value in values { result.send(value) }
+            if failing { result.fail(Boom()) } else { result.complete() }
+            return nil
+        }
+        let state = await terminalState(of: command, start: true)
+        #expect(state.isTerminal)
+        #expect(command.isFinished)
+        return command
+    }
+
+    private func events(of output: Command<Int>, sending values: [Int], to subject: CommandSubject<Int>) async
+        -> (values: [Int], terminal: CommandEvent<Int>?)
+    {
+        let seen = Locked<(values: [Int], terminal: CommandEvent<Int>?)>(([], nil))
+        let ended = Checkpoint()
+        let token = output.execute(on: .immediate) { event in
+            seen.withLock { seen in
+                if case .value(let value) = event { seen.values.append(value) } else { seen.terminal = event }
+            }
+            if event.isTerminal { ended.fulfill() }
+        }
+        for value in values { subject.send(value) }
+        subject.complete()
+        #expect(await ended.wait())
+        _ = token
+        return seen.withLock { $0 }
+    }
+
+    @Test func finishedInners_replayEveryKeptValue_inOrder_andTheNodeCompletes() async {
+        let first = await finished([1, 2, 3])
+        let second = await finished([4])
+        let subject = CommandSubject<Int>(replay: .none)
+        let output = subject.flatMap { $0 == 0 ? first : second }
+        let (values, terminal) = await events(of: output, sending: [0, 1], to: subject)
+        #expect(values == [1, 2, 3, 4])
+        #expect(terminal?.isTerminal == true && terminal.map { if case .completed = $0 { true } else { false } } == true)
+    }
+
+    @Test func aFinishedFailedInner_failsTheNodeWithItsError() async {
+        let failed = await finished([7], failing: true)
+        let subject = CommandSubject<Int>(replay: .none)
+        let output = subject.flatMap { _ in failed }
+        let (values, terminal) = await events(of: output, sending: [0, 1], to: subject)
+        #expect(values == [7], "the value before the failure, once: the node ended at the failure")
+        guard case .failed(let error)? = terminal else { Issue.record("not failed: \(String(describing: terminal))"); return }
+        #expect(error is Boom)
+    }
+
+    @Test func anInnerCancelledBeforeItStarted_isStillFinishedByTheSubscription() async {
+        let cancelled = Command<Int> { _ in nil }
+        cancelled.cancel()
+        #expect(!cancelled.isFinished, "cancelled, not started: Foundation's rule")
+        let subject = CommandSubject<Int>(replay: .none)
+        let output = subject.flatMap { _ in cancelled }
+        let (values, terminal) = await events(of: output, sending: [0], to: subject)
+        #expect(values.isEmpty)
+        guard case .cancelled(let error)? = terminal else { Issue.record("not cancelled"); return }
+        #expect(error.code == .dependencyCancelled)
+        #expect(cancelled.isFinished, "subscribing executed it, which finished it")
+    }
+}

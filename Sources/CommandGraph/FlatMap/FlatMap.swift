@@ -71,16 +71,27 @@ final class FlatMapNode<Input: Sendable, Output: Sendable>: @unchecked Sendable 
         let inner: Command<Output>?
         do { inner = try transform(value) } catch { return perform(machine.withLock { $0.failed(error) }) }
         guard let inner else { return innerCompleted() }
+        // An inner that has already finished (a cached result, a subject that sent and completed)
+        // replays here and now, as an observer attaching to it would get it, without one.
+        if let terminal = inner.replayIfFinished({ link.send($0) }) {
+            result(terminal, of: inner)
+            return
+        }
         link.subscribe(runTime: inner, value: { [link] in link.send($0) }) { [self, unowned(unsafe) inner] event in
             // `unowned(unsafe)`: the inner command is delivering this event, so it is alive.
-            switch event {
-            case .value: break
-            case .completed: innerCompleted()
-            case .failed(let error): perform(machine.withLock { $0.failed(error) })
-            case .cancelled:
-                if case .cancelled = machine.withLock({ $0.cancelled() }) {
-                    link.emit(.cancelled(link.inputCancelled(inner.displayName)))
-                }
+            result(event, of: inner)
+        }
+    }
+
+    /// An inner command's terminal event.
+    private func result(_ event: CommandEvent<Output>, of inner: Command<Output>) {
+        switch event {
+        case .value: break
+        case .completed: innerCompleted()
+        case .failed(let error): perform(machine.withLock { $0.failed(error) })
+        case .cancelled:
+            if case .cancelled = machine.withLock({ $0.cancelled() }) {
+                link.emit(.cancelled(link.inputCancelled(inner.displayName)))
             }
         }
     }
