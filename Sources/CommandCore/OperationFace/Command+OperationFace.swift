@@ -27,9 +27,12 @@ extension Command {
             keys.insert(.cancelled)
             if !machine.withLock({ $0.face.isReady }) { keys.insert(.ready) }
         }
-        if ending.wasExecuting { keys.insert(.executing) }
+        if ending.wasExecuting && Platform.postsExecutingEnd { keys.insert(.executing) }
         if ending.postFinished { keys.insert(.finished) }
-        if keys.isEmpty { return }
+        if keys.isEmpty {
+            if ending.wasExecuting { machine.withLock { $0.face.executing = false } }
+            return
+        }
         publish(keys) { face in
             if cancelled { face.cancelled = true }
             if ending.wasExecuting { face.executing = false }
