@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per value (and per stage for map100) on each value path, with callgrind: each case run
 # with 10,000 and 30,000 values, the difference divided by 20,000 (building the graph cancels out);
-# `chain`: instructions per command of a chain built, run and released (2,000 and 6,000 commands).
+# `chain`: instructions per command of a chain built, run and released (2,000 and 6,000 commands);
+# `handwritten`: the same for the Graph suite's hand-written executor (BlockOperations).
 # Usage: scripts/callgrind-value-path.sh [case...]   (default: map100 filtermap flatmap send chain)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,10 +14,10 @@ count() {
         sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 for name in "${cases[@]}"; do
-    if [ "$name" = chain ]; then
-        low=$(count chain 2000)
-        high=$(count chain 6000)
-        echo "chain: $(( (high - low) / 4000 )) instructions per command (built, run, released)"
+    if [ "$name" = chain ] || [ "$name" = handwritten ]; then
+        low=$(count "$name" 2000)
+        high=$(count "$name" 6000)
+        echo "$name: $(( (high - low) / 4000 )) instructions per node (built, run, released)"
         continue
     fi
     low=$(count "$name" 10000)

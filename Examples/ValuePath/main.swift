@@ -5,7 +5,8 @@
 // stages), which cancels building and tearing down the graph. Cases: `map100` (a 100-stage map
 // chain), `filtermap`, `flatmap` (an inner command per value), `send` (a subject, one `.immediate`
 // observer), and `chain`: commands, not values (a chain of that many `Command<Void>`s built with
-// `addDependency`, run and released: divide by the difference of commands). Values are sent from this thread into a hot `CommandSubject` (replay `.none`) with
+// `addDependency`, run and released: divide by the difference of commands), and `handwritten`: the
+// Graph suite's hand-written executor on the same substrate, for the same count. Values are sent from this thread into a hot `CommandSubject` (replay `.none`) with
 // `.immediate` delivery, as in the benchmark package's Combinators suite.
 //
 //     valgrind --tool=callgrind .build/release/ValuePath map100 10000
@@ -22,6 +23,43 @@ let arguments = CommandLine.arguments
 guard arguments.count == 3, let values = Int(arguments[2]) else {
     print("usage: ValuePath map100|filtermap|flatmap|send|chain <values>")
     exit(2)
+}
+
+if arguments[1] == "handwritten" {
+    // The Graph suite's hand-written baseline: BlockOperations with a count of unfinished
+    // dependencies each, enqueued on one shared queue only once their dependencies finished.
+    final class Node: @unchecked Sendable {
+        // `remaining` is guarded by `lock`; `operation` and `dependents` are set before the run.
+        let lock = NSLock()
+        var remaining = 0
+        var dependents: [Node] = []
+        var operation: BlockOperation?
+    }
+    let queue = OperationQueue()
+    let done = DispatchSemaphore(value: 0)
+    let nodes = (0..<values).map { _ in Node() }
+    for index in 1..<values {
+        nodes[index].remaining = 1
+        nodes[index - 1].dependents.append(nodes[index])
+    }
+    for (index, node) in nodes.enumerated() {
+        let isLast = index == values - 1
+        node.operation = BlockOperation { [unowned node] in
+            for dependent in node.dependents {
+                dependent.lock.lock()
+                dependent.remaining -= 1
+                let ready = dependent.remaining == 0
+                dependent.lock.unlock()
+                if ready, let operation = dependent.operation { queue.addOperation(operation) }
+            }
+            if isLast { done.signal() }
+        }
+    }
+    queue.addOperation(nodes[0].operation!)
+    done.wait()
+    for node in nodes { node.operation = nil }
+    print("handwritten: \(values) operations")
+    exit(0)
 }
 
 if arguments[1] == "chain" {
