@@ -59,10 +59,12 @@ extension Command {
     /// (subscribe to it instead). The values are read from a copy of the log taken under the lock and
     /// handed over outside it.
     package func replayIfFinished(_ value: (Output) -> Void) -> CommandEvent<Output>? {
-        guard let (log, outcome) = machine.withLock({ machine -> (ValueLog<Output>, Termination)? in
-            guard machine.isFinished, let outcome = machine.outcome else { return nil }
-            return (machine.log, outcome)
-        }) else { return nil }
+        guard
+            let (log, outcome) = machine.withLock({ machine -> (ValueLog<Output>, Termination)? in
+                guard machine.isFinished, let outcome = machine.outcome else { return nil }
+                return (machine.log, outcome)
+            })
+        else { return nil }
         var index = log.startIndex
         while index < log.endIndex {
             value(log.value(at: index))
