@@ -167,7 +167,8 @@ import Testing
         let output = subject.flatMap { $0 == 0 ? first : second }
         let (values, terminal) = await events(of: output, sending: [0, 1], to: subject)
         #expect(values == [1, 2, 3, 4])
-        #expect(terminal?.isTerminal == true && terminal.map { if case .completed = $0 { true } else { false } } == true)
+        #expect(
+            terminal?.isTerminal == true && terminal.map { if case .completed = $0 { true } else { false } } == true)
     }
 
     @Test func aFinishedFailedInner_failsTheNodeWithItsError() async {
@@ -176,7 +177,9 @@ import Testing
         let output = subject.flatMap { _ in failed }
         let (values, terminal) = await events(of: output, sending: [0, 1], to: subject)
         #expect(values == [7], "the value before the failure, once: the node ended at the failure")
-        guard case .failed(let error)? = terminal else { Issue.record("not failed: \(String(describing: terminal))"); return }
+        guard case .failed(let error)? = terminal else {
+            Issue.record("not failed: \(String(describing: terminal))"); return
+        }
         #expect(error is Boom)
     }
 

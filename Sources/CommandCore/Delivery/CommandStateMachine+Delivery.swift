@@ -55,7 +55,7 @@ extension CommandStateMachine {
         inputLinks += more.map(WeakOperation.init)
     }
 
-    var heldOperations: [Operation] { dependencies + inputs }
+    var heldOperations: [Operation] { dependencies.array + inputs }
 
     /// Records a command subscribed at run time. Entries whose command was released are dropped
     /// whenever the list doubles, so an endless `flatMap` keeps only about twice its live inners.

@@ -27,7 +27,7 @@ func describe(_ operation: Operation) -> String {
 }
 
 extension Command: DependencyNode {
-    var dependencySnapshot: [Operation] { machine.withLock { $0.dependencies } }
+    var dependencySnapshot: [Operation] { machine.withLock { $0.dependencies.array } }
 
     func claim(walk: UInt64) -> WalkClaim {
         let claim = machine.withLock { $0.claim(walk: walk) }
@@ -141,7 +141,7 @@ extension Command: DependencyNode {
             return []
         }
         let makeQueue = queueMaker
-        let dependencies: [Operation]
+        let dependencies: OperationList
         let admitting = !InlineExecution.isOn
         switch machine.withLock({ $0.register(walk: walk, admitting: admitting, makeQueue: makeQueue) }) {
         case .none:
@@ -320,7 +320,7 @@ extension Command: DependencyNode {
 /// One node on the execute walk's stack.
 private struct WalkFrame {
     let node: any DependencyNode
-    let dependencies: [Operation]
+    let dependencies: OperationList
     var next = 0
 }
 

@@ -22,7 +22,7 @@ extension Command {
         let dependencies = machine.withLock { machine -> [Operation]? in
             guard machine.face.tracking == .off else { return nil }
             machine.face.tracking = .registering
-            return machine.dependencies
+            return machine.dependencies.array
         }
         guard let dependencies else { return false }
         for operation in dependencies { watchForReadiness(operation, node: operation as? any DependencyNode) }

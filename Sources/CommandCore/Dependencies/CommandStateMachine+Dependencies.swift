@@ -76,7 +76,7 @@ extension CommandStateMachine {
     @inline(__always)
     func hasDependency(_ operation: Operation) -> Bool {
         if dependencies.count < Self.dependencySetThreshold {
-            return dependencies.contains { $0 === operation }
+            return dependencies.contains(operation)
         }
         return dependencyIDs.contains(ObjectIdentifier(operation))
     }
@@ -85,7 +85,7 @@ extension CommandStateMachine {
     mutating func recordDependency(_ operation: Operation) {
         dependencies.append(operation)
         if dependencies.count == Self.dependencySetThreshold {
-            dependencyIDs = Set(dependencies.lazy.map(ObjectIdentifier.init))
+            dependencyIDs = Set(dependencies.array.lazy.map(ObjectIdentifier.init))
         } else if dependencies.count > Self.dependencySetThreshold {
             dependencyIDs.insert(ObjectIdentifier(operation))
         }
@@ -96,7 +96,7 @@ extension CommandStateMachine {
         guard case .pending = lifecycle else { return .refused }
         guard hasDependency(operation) else { return .absent }
         dependencyIDs.remove(ObjectIdentifier(operation))
-        dependencies.removeAll { $0 === operation }
+        dependencies.remove(operation)
         if dependencies.count < Self.dependencySetThreshold { dependencyIDs = [] }
         return .removed
     }
@@ -105,10 +105,10 @@ extension CommandStateMachine {
     @inline(__always)
     mutating func takeDependencies() -> [Operation] {
         defer {
-            dependencies = []
+            dependencies = OperationList()
             dependencyIDs = []
         }
-        return dependencies
+        return dependencies.array
     }
 
     /// Registers a dependent, or returns this command's outcome if it already ended.
@@ -146,7 +146,7 @@ extension CommandStateMachine {
 
     enum RegisterStep: Sendable {
         /// Register with these dependencies (the count includes a hold to release after).
-        case register([Operation])
+        case register(OperationList)
         /// Ready at once (no dependency): hand it to `queue`.
         case enqueue(OperationQueue)
         /// Ready at once and started by `start()`: run it in that call if it is still on the stack.

@@ -42,7 +42,7 @@ protocol DependencyNode: AnyObject, Sendable {
 struct Propagation: Sendable {
     let outcome: Termination
     let source: any DependencyNode
-    let dependents: [any DependencyNode]
+    let dependents: SmallList<any DependencyNode>
 }
 
 /// The answer of a dependency to a dependent registering with it.
@@ -56,7 +56,7 @@ enum DependencyAnswer: Sendable {
 /// The answer of a node to the execute walk.
 enum WalkClaim: Sendable {
     /// The node was pending and now belongs to this walk; these are its dependencies.
-    case claimed([Operation])
+    case claimed(OperationList)
     /// The node belongs to this walk and is on the walk's stack: the edge just followed closes a cycle.
     case onStack
     /// Already executed (by this walk or another), running or finished: do not descend.

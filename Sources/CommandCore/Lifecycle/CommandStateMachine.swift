@@ -60,12 +60,12 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var name: String?
     /// The closure of `Command { result in ... }`; released when the command ends.
     var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
-    var dependencies: [Operation] = []
+    var dependencies = OperationList()
     /// The identities of `dependencies` once there are `dependencySetThreshold` of them, so a
     /// duplicate edge is found in O(1), not O(edges): a fan-in of 100,000 dependencies would otherwise
     /// be quadratic to build. Empty below the threshold (see `hasDependency`).
     var dependencyIDs: Set<ObjectIdentifier> = []
-    var dependents: [any DependencyNode] = []
+    var dependents = SmallList<any DependencyNode>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog<Output>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
@@ -357,7 +357,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         if !runInProgress { inputs = [] }
         cancelable = nil
         body = nil
-        dependents = []
+        dependents = SmallList()
         if replay != .all { trim() }
         return ending
     }

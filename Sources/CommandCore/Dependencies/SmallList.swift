@@ -1,0 +1,64 @@
+import Foundation
+
+/// A list with its first element inline and the rest in an array: a command's dependencies and its
+/// dependents. Most commands have none or one of each (a chain, a fan-out's leaves), and a
+/// one-element array is a 40-to-48-byte allocation per command: for a dependency, kept for the
+/// command's whole life; for a dependent, from the execute walk until the command ends, which is
+/// every command of a graph at once (about 60 bytes a command at the peak of a million-node chain).
+struct SmallList<Element>: Sequence {
+    private var first: Element?
+    /// Every element after `first`; empty while there is at most one.
+    private var rest: [Element] = []
+
+    init() {}
+
+    init(_ elements: [Element]) {
+        for element in elements { append(element) }
+    }
+
+    var isEmpty: Bool { first == nil }
+    var count: Int { first == nil ? 0 : 1 + rest.count }
+
+    subscript(index: Int) -> Element {
+        index == 0 ? first! : rest[index - 1]
+    }
+
+    mutating func append(_ element: Element) {
+        if first == nil { first = element } else { rest.append(element) }
+    }
+
+    /// The elements as an array (allocates when there are any).
+    var array: [Element] {
+        guard let first else { return [] }
+        return [first] + rest
+    }
+
+    /// Iterates without making an array.
+    struct Iterator: IteratorProtocol {
+        fileprivate let list: SmallList
+        fileprivate var index = 0
+
+        mutating func next() -> Element? {
+            guard index < list.count else { return nil }
+            defer { index += 1 }
+            return list[index]
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(list: self) }
+}
+
+extension SmallList: Sendable where Element: Sendable {}
+
+/// A command's dependencies.
+typealias OperationList = SmallList<Operation>
+
+extension SmallList where Element == Operation {
+    func contains(_ operation: Operation) -> Bool {
+        first === operation || rest.contains { $0 === operation }
+    }
+
+    mutating func remove(_ operation: Operation) {
+        self = SmallList(array.filter { $0 !== operation })
+    }
+}
