@@ -21,9 +21,12 @@ protocol DependencyNode: AnyObject, Sendable {
     var dependencySnapshot: [Operation] { get }
     /// The walk step of `execute`: see ``CommandStateMachine/claim(walk:)``.
     func claim(walk: UInt64) -> WalkClaim
+    /// The dependency at `index` of the current edges, or nil past the last (the walk's cursor).
+    func walkDependency(at index: Int) -> Operation?
     /// The walk left this node (all its dependencies were walked).
     func leaveStack(walk: UInt64)
-    /// Second phase of the walk: registers with the dependencies and enqueues when ready.
+    /// The walk's step as the node leaves its stack: registers with the dependencies and enqueues
+    /// when ready.
     func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode]
     /// `name`, else the type.
     var displayName: String { get }
