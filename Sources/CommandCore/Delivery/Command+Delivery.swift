@@ -55,10 +55,11 @@ extension Command {
     /// For combinators subscribing to a command chosen at run time (a `flatMap` inner): if it has
     /// finished (run and ended), hands its kept values to `value` and returns its terminal event, on
     /// this thread, without attaching an observer: what an `.immediate` observer attaching now would
-    /// get (its replay, then the terminal event), for a tenth of the cost. Nil if it has not finished
+    /// get (its replay, then the terminal event), for a tenth of the cost; the ending is returned as a
+    /// ``Termination``, not a generic event (no metadata look-up). Nil if it has not finished
     /// (subscribe to it instead). The values are read from a copy of the log taken under the lock and
     /// handed over outside it.
-    package func replayIfFinished(_ value: (Output) -> Void) -> CommandEvent<Output>? {
+    package func replayIfFinished(_ value: (Output) -> Void) -> Termination? {
         guard
             let (log, outcome) = machine.withLock({ machine -> (ValueLog<Output>, Termination)? in
                 guard machine.isFinished, let outcome = machine.outcome else { return nil }
@@ -70,7 +71,7 @@ extension Command {
             value(log.value(at: index))
             index += 1
         }
-        return outcome.event()
+        return outcome
     }
 
     @discardableResult

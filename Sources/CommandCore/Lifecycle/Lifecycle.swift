@@ -22,8 +22,9 @@ enum Lifecycle: Sendable {
     case finished(Termination)
 }
 
-/// How a command ended; the non-generic part of a terminal event, shared with dependents.
-enum Termination: Sendable {
+/// How a command ended; the non-generic part of a terminal event, shared with dependents (and with
+/// CommandGraph, which takes a finished `flatMap` inner's ending this way).
+package enum Termination: Sendable {
     case completed
     case failed(any Error)
     case cancelled(CommandError)
