@@ -40,7 +40,7 @@ import Testing
         #expect(onQueue.eventsAfterTerminal == 0)
     }
 
-    @Test func cancel_racingSendAndComplete_exactlyOneTerminal_noValueCallbackAfterCancelReturned() async {
+    @Test func cancel_racingSendAndComplete_exactlyOneTerminal_atMostTheClaimedValueAfterCancelReturned() async {
         let rounds = 10_000
         let allDone = Checkpoint(count: rounds)
         let violations = Atomic(0)
@@ -50,6 +50,7 @@ import Testing
         for round in 0..<rounds {
             let cancelReturned = Atomic(false)
             let terminals = Atomic(0)
+            let valuesAfterCancelReturned = Atomic(0)
             let command = Command<Int> { result in
                 DispatchQueue.global().async {
                     for value in 0..<(round % 8) { result.send(value) }
@@ -61,7 +62,15 @@ import Testing
             command.execute(on: .queue(delivery)) { event in
                 switch event {
                 case .value:
-                    if cancelReturned.load(ordering: .acquiring) || terminals.load(ordering: .acquiring) > 0 {
+                    // The contract (Cancellation article): cancelled from another thread, a delivery
+                    // that had claimed its value just before the cancel may still run after `cancel()`
+                    // returned, at most one per observer; nothing comes after the terminal event. (This
+                    // test asserted none at all; under ThreadSanitizer, once `cancel()` returned sooner,
+                    // 20 rounds of 10,000 had that one value.)
+                    if terminals.load(ordering: .acquiring) > 0 { violations.add(1, ordering: .relaxed) }
+                    if cancelReturned.load(ordering: .acquiring),
+                        valuesAfterCancelReturned.add(1, ordering: .relaxed).newValue > 1
+                    {
                         violations.add(1, ordering: .relaxed)
                     }
                 default:
