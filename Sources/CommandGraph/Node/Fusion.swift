@@ -50,10 +50,11 @@ class FusibleStage<Output: Sendable>: @unchecked Sendable {
     // No state: subclasses hold immutable values only.
 
     /// Runs this stage, whose node `node` the caller holds alone (claimed), ahead of `downstream`:
-    /// wires `wiring` to the stage's own input.
+    /// wires `wiring` to the stage's own input. Also how a stage node wires itself when it runs
+    /// (`node` is then the consuming node, and its input is already `linked` in pictures).
     func fuse(
         _ node: Command<Output>, ahead downstream: @escaping ValueHandler<Output>, into wiring: any FusionWiring,
-        budget: Int
+        budget: Int, linked: Bool = true
     ) {
         preconditionFailure("FusibleStage.fuse is abstract")
     }
@@ -70,13 +71,13 @@ final class TransformStage<Input: Sendable, Output: Sendable>: FusibleStage<Outp
 
     override func fuse(
         _ node: Command<Output>, ahead downstream: @escaping ValueHandler<Output>, into wiring: any FusionWiring,
-        budget: Int
+        budget: Int, linked: Bool = true
     ) {
         let handler = transform(downstream) { error in wiring.fail(error) }
-        // A stage holds its input from the moment it is made until it runs (it never runs now).
-        guard let (input, sole) = node.takeHeldInput() else { preconditionFailure("a fused stage holds its input") }
+        // A stage holds its input from the moment it is made until it runs.
+        guard let (input, sole) = node.takeHeldInput() else { preconditionFailure("a stage holds its input") }
         wiring.wire(
-            unsafeDowncast(input, to: Command<Input>.self), sole: sole, value: handler, budget: budget, linked: true)
+            unsafeDowncast(input, to: Command<Input>.self), sole: sole, value: handler, budget: budget, linked: linked)
     }
 }
 

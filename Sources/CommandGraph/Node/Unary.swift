@@ -28,17 +28,14 @@ extension Command {
     > {
         // `unowned(unsafe)`: the node keeps its input alive (`retain(inputs:)`) until it ends, and the
         // body runs before that. Only its name is read: the input is taken from the node's held inputs.
+        // The node wires itself as a consumer fuses it: its transform, then the stages above it.
+        let stage = TransformStage(transform)
         let node = Command<Result>.combinator(name, inputs: [self]) { [unowned(unsafe) self] link in
-            let fuser = Fuser(link: link, inputName: self.displayName)
-            guard let (input, sole) = link.result.command.takeHeldInput() else {
-                preconditionFailure("a stage holds its input until it runs")
-            }
-            let handler = transform({ link.send($0) }, { link.fail($0) })
-            fuser.wire(
-                unsafeDowncast(input, to: Command<Output>.self), sole: sole, value: handler,
+            stage.fuse(
+                link.result.command, ahead: { link.send($0) }, into: Fuser(link: link, inputName: self.displayName),
                 budget: maxFusedStages - 1, linked: false)
         }
-        node.fusibleStage = TransformStage(transform)
+        node.fusibleStage = stage
         return node
     }
 }
