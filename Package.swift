@@ -56,7 +56,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "GraphScale",
-            dependencies: ["CommandCore", "ExampleSupport"],
+            dependencies: ["CommandCore", "CommandGraph", "ExampleSupport"],
             path: "Examples/GraphScale"
         ),
         .executableTarget(

@@ -9,7 +9,7 @@ import Testing
 ///
 /// | Misuse | What it gets |
 /// |---|---|
-/// | dependency cycle | `dependencyCycle`, `cycle` = the names in order (at execute, or when the edge is added to a waiting command) |
+/// | dependency cycle | `depend(on:)` throws `dependencyCycle`, `cycle` = the names in order; `addDependency` refuses the edge, and the command fails with that error (when executed, or at once if it waits) |
 /// | self-dependency | `selfDependency` when executed |
 /// | dependency added after start | `dependencyAddedAfterStart`, naming both commands |
 /// | execute after cancel | `.cancelled(cancelled)` delivered to the new observer |
@@ -25,6 +25,8 @@ import Testing
 /// | a released callback object | nothing delivered to it, the run goes on |
 /// | `retry` with a negative count | `invalidArgument` |
 /// | a zero or negative `timeout` | `invalidArgument` |
+/// | `MutuallyExclusive(category: "")` | a diagnostic when added; the command ends cancelled (`conditionFailed`, underlying `invalidArgument`) |
+/// | `add(condition:)` once a queue of yours holds the command | ignored, a diagnostic |
 @Suite struct MisuseTests {
     private func named(_ name: String, _ log: Log? = nil) -> Command<Int> {
         let command = Command<Int> { result in
@@ -116,20 +118,23 @@ import Testing
         #expect(log.all.isEmpty)
     }
 
-    @Test func cycle_closedByAnEdgeToAnOlderCommand_isFoundWhenExecuted_andNamedInOrder() async {
+    @Test func cycle_closedByAnEdgeToAnOlderCommand_isRefusedWhenAdded_andNamedInOrder() async {
         let log = Log()
         let fetch = named("fetch", log)
         let parse = named("parse", log)
-        fetch.addDependency(parse)  // to a newer command: searched, no cycle yet
-        parse.addDependency(fetch)  // to an older one: not searched; the execute walk finds the cycle
+        fetch.addDependency(parse)  // to a newer command
+        parse.addDependency(fetch)  // to an older one: refused, it closes the cycle
+        #expect(parse.dependencies.isEmpty)
         let recorder = Recorder<Int>()
         fetch.execute(on: .immediate, recorder.handler)
         #expect(await recorder.waitForTerminal())
-        let error = recorder.terminal?.error as? CommandError
-        #expect(error?.code == .dependencyCycle)
-        #expect(error?.cycle == ["fetch", "parse", "fetch"])
+        // 'parse' fails with the cycle it would have closed; 'fetch' depends on it.
         guard case .failed(let parseError as CommandError) = parse.state else { Issue.record("\(parse.state)"); return }
         #expect(parseError.code == .dependencyCycle)
+        #expect(parseError.cycle == ["parse", "fetch", "parse"])
+        let error = recorder.terminal?.error as? CommandError
+        #expect(error?.code == .dependencyFailed)
+        #expect(error?.dependency == "parse")
         #expect(log.all.isEmpty)
     }
 
@@ -310,5 +315,43 @@ extension MisuseTests {
         #expect(command.state.isTerminal)
         #expect(delivered.withLock { $0 } == 0)
         #expect(command.observerCount == 1)  // the events wait for the loop, not lost
+    }
+
+    @Test func emptyCategory_isDiagnosed_andTheCommandDoesNotRun() async {
+        let log = Log()
+        let command = named("empty category", log)
+        let probe = DiagnosticsProbe(for: command)
+        command.add(condition: MutuallyExclusive(category: ""))
+        #expect(probe.diagnostics.map(\.code) == [.invalidArgument])
+        #expect(probe.diagnostics.first?.message.contains("category is empty") == true)
+        let state = await terminalState(of: command, start: true)
+        guard case .cancelled(let error) = state else {
+            Issue.record("expected cancelled, got \(state)")
+            return
+        }
+        #expect(error.code == .conditionFailed)
+        #expect(error.command == "empty category")
+        #expect((error.underlying as? CommandError)?.code == .invalidArgument)
+        #expect(log.all.isEmpty)
+    }
+
+    /// A command handed to a suspended queue of the user's: a condition added then is ignored (the
+    /// queue may count it ready already), with a diagnostic; the command runs when the queue resumes.
+    @Test func conditionAdded_afterASuspendedQueueTookTheCommand_isIgnoredWithADiagnostic() async {
+        let log = Log()
+        let command = named("queued", log)
+        let probe = DiagnosticsProbe(for: command)
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        queue.addOperation(command)
+        command.add(condition: BlockCondition(name: "never") { false })
+        #expect(command.conditions.isEmpty)
+        #expect(probe.diagnostics.map(\.code) == [.dependencyAddedAfterStart])
+        #expect(probe.diagnostics.first?.message.contains("added to a queue") == true)
+        let ended = Checkpoint()
+        command.observeState(on: .immediate) { state in if state.isTerminal { ended.fulfill() } }
+        queue.isSuspended = false
+        #expect(await ended.wait())
+        #expect(log.all == ["queued"])
     }
 }

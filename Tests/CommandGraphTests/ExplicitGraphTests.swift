@@ -385,3 +385,98 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         }
     }
 }
+
+/// Issue 27's defects in `Graph`: its completion counted where the commands end (never through the
+/// caller's context), edges checked at the call that closes a cycle, and nothing added by a call
+/// that throws.
+@Suite struct GraphCompletionAndEdgeTests {
+    /// A handler on a serial queue the test does not block: every node's events arrive there, in
+    /// order per node, and the outcome comes without waiting for them.
+    @Test func handlerOnASerialQueue_getsEveryEvent_inOrderPerNode() async throws {
+        let queue = DispatchQueue(label: "graph events")
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let fetch = try graph.add(node("fetch", log: log))
+        let parse = try graph.add(node("parse", log: log), dependsOn: [fetch])
+        try graph.add(node("save", log: log), dependsOn: [parse])
+        let events = Locked<[String: [String]]>([:])
+        let allEnded = Checkpoint(count: 3)
+        try graph.run(on: .queue(queue)) { event in
+            dispatchPrecondition(condition: .onQueue(queue))
+            events.withLock { $0[event.name, default: []].append("\(event.state)") }
+            if event.state.isTerminal { allEnded.fulfill() }
+        }
+        let outcome = await graph.finished
+        #expect(outcome.completed == ["fetch", "parse", "save"])
+        #expect(await allEnded.wait())
+        for name in ["fetch", "parse", "save"] {
+            #expect(events.withLock { $0[name] } == ["executing", "completed"], "\(name)")
+        }
+    }
+
+    @Test func edgeClosingACycle_throwsNamingIt_andAddsNothing() throws {
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let a = try graph.add(node("a", log: log))
+        let b = try graph.add(node("b", log: log), dependsOn: [a])
+        let c = try graph.add(node("c", log: log), dependsOn: [b])
+        let d = node("d", log: log)
+        do {
+            try graph.add(a, dependsOn: [d, c])
+            Issue.record("the cycle a -> c -> b -> a was accepted")
+        } catch let error as CommandError {
+            #expect(error.code == .dependencyCycle)
+            #expect(error.cycle == ["a", "c", "b", "a"])
+        }
+        #expect(a.dependencies.isEmpty)
+        #expect(graph.commands.count == 3)
+        // A new command that closes a cycle is not added either.
+        let e = node("e", log: log)
+        try b.depend(on: e)
+        do {
+            try graph.add(e, dependsOn: [c])
+            Issue.record("the cycle e -> c -> b -> e was accepted")
+        } catch let error as CommandError {
+            #expect(error.cycle == ["e", "c", "b", "e"])
+        }
+        #expect(graph.commands.count == 3)
+        #expect(e.dependencies.isEmpty)
+    }
+
+    /// Built the README's way at a size where a search per call would take minutes (a whole-graph
+    /// search per edge: 50,000 steps of 25,000 on average), then run with the caller's context.
+    @Test func longChain_builtWithAddDependsOn_runs() async throws {
+        let count = StressScale.pick(short: 50_000, long: 200_000, sanitized: 5_000)
+        let graph = Graph()
+        var previous: Command<Int>?
+        for index in 0..<count {
+            let command = Command<Int> { result in
+                result.succeed(index)
+                return nil
+            }
+            try graph.add(command, dependsOn: previous.map { [$0] } ?? [])
+            previous = command
+        }
+        try graph.run()
+        let outcome = await graph.finished
+        #expect(outcome.completed.count == count)
+    }
+
+    /// `progress` made on first read, after the commands were added and after the run: it counts
+    /// every command, by weight.
+    @Test func progress_madeOnFirstRead_countsEveryCommand() async throws {
+        let log = Locked<[String]>([])
+        let graph = Graph()
+        let a = try graph.add(node("a", log: log), weight: 2)
+        try graph.add(node("b", log: log), dependsOn: [a], weight: 3)
+        try graph.run(on: .immediate)
+        _ = await graph.finished
+        #expect(ProgressGuard.withLock { graph.progress.totalUnitCount } == 5)
+        #expect(graph.fractionCompleted == 1)
+        let weightless = Graph()
+        try weightless.add(node("c", log: log), weight: 0)
+        try weightless.run(on: .immediate)
+        _ = await weightless.finished
+        #expect(weightless.fractionCompleted == 1)
+    }
+}

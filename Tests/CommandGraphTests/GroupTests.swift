@@ -392,3 +392,23 @@ extension CommandState {
         #expect(second.fractionCompleted == 1)
     }
 }
+
+/// Bad input to a group gets a diagnostic naming it, and changes nothing.
+@Suite struct GroupMisuseTests {
+    @Test(arguments: [0, -1, Int.min])
+    func maxConcurrentChildren_belowOne_isIgnored_withADiagnostic(value: Int) {
+        let group = GroupCommand(name: "limited")
+        group.maxConcurrentChildren = 3
+        let diagnostics = Locked<[CommandDiagnostic]>([])
+        let token = CommandDiagnostics.observe { diagnostic in
+            if diagnostic.commandID == ObjectIdentifier(group) { diagnostics.withLock { $0.append(diagnostic) } }
+        }
+        group.maxConcurrentChildren = value
+        token.cancel()
+        #expect(group.maxConcurrentChildren == 3)
+        let seen = diagnostics.withLock { $0 }
+        #expect(seen.map(\.code) == [.invalidArgument])
+        #expect(seen.first?.command == "limited")
+        #expect(seen.first?.message.contains("maxConcurrentChildren = \(value) is ignored") == true)
+    }
+}

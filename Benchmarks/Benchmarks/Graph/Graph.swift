@@ -2,6 +2,9 @@
 // 10k and 100k commands, built with addDependency and run by executing the last node; against the
 // naive design (every operation on one shared OperationQueue, Foundation's addDependency starting
 // dependents), capped at 8k nodes where it still finishes in seconds. Time per iteration = one graph.
+// Also the README's way of building, `Graph.add(_:dependsOn:)` (every edge checked for a cycle at the
+// call), for a chain, a star and a random DAG (3 edges a node), beside the same shapes built with
+// `addDependency` (build only: commands made, edges added, everything released).
 import Benchmark
 import CommandGraph
 import Dispatch
@@ -52,6 +55,35 @@ func run(_ shape: String, _ count: Int) {
         done.wait()
     }
     while CommandDiagnostics.liveCommands > live { usleep(20) }
+}
+
+/// Builds `shape` with `Graph.add(_:dependsOn:)` (`throughGraph`) or `addDependency`: a chain, a
+/// star (every node on node 0) or a DAG (each node on 3 earlier nodes picked at random, seeded).
+func buildShape(_ shape: String, _ count: Int, throughGraph: Bool) throws {
+    let nodes = (0..<count).map { _ in command() }
+    let graph = Graph()
+    var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+    if throughGraph { try graph.add(nodes[0]) }
+    for index in 1..<count {
+        var dependencies: [Operation]
+        switch shape {
+        case "chain": dependencies = [nodes[index - 1]]
+        case "star": dependencies = [nodes[0]]
+        default:
+            dependencies = []
+            for _ in 0..<min(3, index) {
+                random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                dependencies.append(nodes[Int((random >> 33) % UInt64(index))])
+            }
+        }
+        if throughGraph {
+            try graph.add(nodes[index], dependsOn: dependencies)
+        } else {
+            for dependency in dependencies { nodes[index].addDependency(dependency) }
+        }
+    }
+    blackHole(graph)
+    blackHole(nodes)
 }
 
 /// The naive design: one shared OperationQueue, Foundation's addDependency, everything enqueued.
@@ -117,11 +149,29 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(nodes)
     }
     Benchmark(
-        "build: 1,000 edges to newer commands along a 1,000 chain (searched)", configuration: .init(maxIterations: 5)
+        "build: 1,000 edges to newer commands along a 1,000 chain (bounded search)",
+        configuration: .init(maxIterations: 5)
     ) { _ in
         let nodes = (0..<1_000).map { _ in command() }
         for index in 1..<nodes.count { nodes[index - 1].addDependency(nodes[index]) }
         blackHole(nodes)
+    }
+    for shape in ["chain", "star", "dag"] {
+        for count in [1_000, 10_000, 100_000] {
+            let iterations = count >= 100_000 ? 3 : 10
+            Benchmark(
+                "Graph.add(_:dependsOn:) \(shape) \(count) (build)", configuration: .init(maxIterations: iterations)
+            ) {
+                _ in
+                try buildShape(shape, count, throughGraph: true)
+            }
+            Benchmark(
+                "addDependency \(shape) \(count) (build, baseline)", configuration: .init(maxIterations: iterations)
+            ) {
+                _ in
+                try buildShape(shape, count, throughGraph: false)
+            }
+        }
     }
     for count in [1_000, 10_000, 100_000] {
         // Issue 23's commands target: the engine's chain beside a hand-written executor on the same

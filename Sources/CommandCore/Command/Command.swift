@@ -75,16 +75,18 @@ import Foundation
 ///   executing. `name` is stored under the command's lock (Foundation's own is unsynchronised).
 open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable {
     // `@unchecked Sendable`: every mutable field of the command lives in `machine`, guarded by its
-    // lock (one allocation holding the lock and the state).
+    // lock (one allocation holding the lock and the state), except `orderWord`, guarded by
+    // `EdgeOrder.lock`.
     let machine: Locked<CommandStateMachine<Output>>
 
-    /// The order of creation, for the O(1) cycle check of an edge added in creation order.
-    let creationOrder: UInt64
+    /// The command's place in the process-wide dependency order and whether a command depends on it
+    /// (see ``EdgeOrder``). Guarded by `EdgeOrder.lock`.
+    var orderWord: Int64
 
     /// Creates a command whose work is the subclass's ``run(_:)``.
     public override init() {
         machine = .make(CommandStateMachine())
-        creationOrder = CommandCounters.created()
+        orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
         super.init()
     }
 
@@ -95,7 +97,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         var machine = CommandStateMachine<Output>()
         machine.body = body
         self.machine = .make(machine)
-        creationOrder = CommandCounters.created()
+        orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
         super.init()
     }
 

@@ -6,9 +6,20 @@ extension Command {
     /// Adds `condition`, checked after the command's dependencies finished and before it runs; see
     /// ``CommandCondition``. Add conditions before executing (or adding the command to a queue of
     /// yours): a condition added once the check began is ignored, with a diagnostic naming the command.
+    ///
+    /// A condition added once a queue of yours holds the command (it asked for `isReady`) is ignored
+    /// too: that queue may already count the command as ready. A condition naming an empty category
+    /// is reported at once (a diagnostic) and ends the command cancelled with
+    /// ``CommandError/Code/conditionFailed`` when its conditions are checked (its `underlying` error
+    /// has code ``CommandError/Code/invalidArgument``).
     public func add(condition: some CommandCondition) {
+        if condition.mutuallyExclusiveCategories.contains("") {
+            diagnose(.invalidArgument, Self.emptyCategoryMessage(displayName, condition.name))
+        }
         let accepted = machine.withLock { machine -> Bool in
-            guard machine.acceptsDependencies, machine.gate?.phase ?? .closed == .closed else { return false }
+            guard machine.acceptsDependencies, machine.gate?.phase ?? .closed == .closed,
+                machine.face.tracking == .off
+            else { return false }
             if machine.gate == nil {
                 machine.gate = Gate()
                 machine.face.gateOpen = false
@@ -19,7 +30,7 @@ extension Command {
         if !accepted {
             diagnose(
                 .dependencyAddedAfterStart,
-                "add(condition: \(condition.name)) was called after the command's conditions began to be checked; it is ignored (add conditions before executing)."
+                "add(condition: \(condition.name)) was called after the command was executed, added to a queue or began its checks; it is ignored (add conditions before executing or adding it to a queue)."
             )
         }
     }
@@ -45,23 +56,25 @@ extension Command {
     }
 
     /// The groups whose hold each of this command's categories runs inside (see `scopeCategories`).
-    package var categoryScopes: [String: ObjectIdentifier] { machine.withLock { $0.gate?.scopes ?? [:] } }
+    package var categoryScopes: [String: ObjectIdentifier] { machine.withLock { $0.categoryScopes } }
 
     /// Who holds each category this command waits for: (category, holder's name, held since).
     package var categoryHolders: [(category: String, holder: String, since: UInt64)] {
-        let keys = machine.withLock { $0.gate?.keys ?? [] }
+        let keys = machine.withLock { $0.gate?.keys(in: $0.categoryScopes) ?? [] }
         return keys.compactMap { key in
             Exclusivity.holder(of: key).map { (key.category, $0.name, $0.since) }
         }
     }
 
     /// Runs the categories of this command's conditions inside the holds of the groups in `scopes`
-    /// (category -> the group holding it): a group's child is exclusive with its siblings, not with
-    /// the group. Set by a group before it executes the child.
+    /// (category -> the nearest ancestor group holding it): a group's child is exclusive with its
+    /// siblings, not with the group. Set by a group before it executes the child; kept on a command
+    /// without conditions too (a group that holds nothing passes its ancestors' holds to its children).
     package func scopeCategories(_ scopes: [String: ObjectIdentifier]) {
+        guard !scopes.isEmpty else { return }
         machine.withLock { machine in
-            guard machine.gate != nil, machine.gate!.phase == .closed else { return }
-            machine.gate!.scopes.merge(scopes) { _, new in new }
+            if let gate = machine.gate, gate.phase != .closed { return }
+            machine.categoryScopes.merge(scopes) { _, new in new }
         }
     }
 
@@ -77,10 +90,22 @@ extension Command {
         if evaluate { evaluateGate() }
     }
 
+    static func emptyCategoryMessage(_ command: String, _ condition: String) -> String {
+        "'\(command)' has the condition '\(condition)' whose mutually exclusive category is empty; "
+            + "a category names what the commands share (\"alert\", \"file:/tmp/x\"). The command will not "
+            + "run (it ends cancelled when its conditions are checked): give the category a name."
+    }
+
     /// Evaluates the conditions, all at once (the gate is `.evaluating`).
     func evaluateGate() {
+        let all = machine.withLock { $0.gate?.conditions ?? [] }
+        if let bad = all.first(where: { $0.mutuallyExclusiveCategories.contains("") }) {
+            let error = CommandError(
+                code: .invalidArgument, command: displayName, message: Self.emptyCategoryMessage(displayName, bad.name))
+            return gateEvaluated(.failed(condition: bad.name, error: error))
+        }
         // `MutuallyExclusive` is always true: only its category counts, no task is needed for it.
-        let conditions = machine.withLock { $0.gate?.conditions ?? [] }.filter { !($0 is MutuallyExclusive) }
+        let conditions = all.filter { !($0 is MutuallyExclusive) }
         if conditions.isEmpty { return gateEvaluated(.passed) }
         // Strong: nothing else may hold the command while its conditions evaluate. The cycle (command ->
         // gate -> evaluation -> command) ends with the evaluation.
@@ -100,7 +125,7 @@ extension Command {
         case .passed:
             let keys = machine.withLock { machine -> [ExclusivityBook.Key]? in
                 guard machine.gate?.conditionsPassed() == true else { return nil }
-                return machine.gate!.keys
+                return machine.gate!.keys(in: machine.categoryScopes)
             }
             guard let keys else { return }
             if keys.isEmpty { return gateOpened() }

@@ -42,15 +42,15 @@ struct Gate: Sendable {
     var evaluation: GateEvaluation?
     /// The exclusivity ticket, waiting in line or holding.
     var ticket: UInt64?
-    /// The groups whose hold each category runs inside (see ``ExclusivityBook/Key/scope``), given by
-    /// the group that runs this command.
-    var scopes: [String: ObjectIdentifier] = [:]
 
     /// The categories of every condition, sorted.
     var categories: [String] { Set(conditions.flatMap(\.mutuallyExclusiveCategories)).sorted() }
 
-    /// The keys to ask ``Exclusivity`` for.
-    var keys: [ExclusivityBook.Key] { categories.map { ExclusivityBook.Key(category: $0, scope: scopes[$0]) } }
+    /// The keys to ask ``Exclusivity`` for, each category inside the hold `scopes` names for it (the
+    /// nearest ancestor group holding it), or process-wide.
+    func keys(in scopes: [String: ObjectIdentifier]) -> [ExclusivityBook.Key] {
+        categories.map { ExclusivityBook.Key(category: $0, scope: scopes[$0]) }
+    }
 
     /// The dependencies finished; `engine`: the engine made the command ready (else a queue of yours
     /// asked for `isReady`).

@@ -208,42 +208,84 @@ extension Command: DependencyNode {
 
     // MARK: - Edges
 
-    /// The cycle `self.addDependency(operation)` would close.
-    ///
-    /// `addDependency` checks an edge to a command created *after* this one (a depth-first search of
-    /// its dependencies); an edge to an older command, the usual way of building a graph (dependencies
-    /// first), costs O(1) and is not searched: a cycle it closes is found when the graph is executed
-    /// (the execute walk names it just as well). `depend(on:)` always searches.
-    ///
-    /// - Complexity: O(1) for an edge to an older command; otherwise O(commands + edges) reachable
-    ///   from `operation`.
-    func cycleError(adding operation: Operation, always: Bool = false) -> CommandError? {
-        cycleError(adding: operation, node: operation as? any DependencyNode, always: always)
-    }
-
-    /// The same, with the cast of `operation` already made (a protocol cast costs a conformance
-    /// look-up: made once per edge).
-    func cycleError(adding operation: Operation, node: (any DependencyNode)?, always: Bool) -> CommandError? {
-        guard let node, node !== self else { return nil }
-        guard always || node.creationOrder > creationOrder, let path = cyclePath(adding: operation) else { return nil }
-        return CommandError.cycle(displayName, path: path)
-    }
-
+    /// `addDependency`: an edge closing a cycle is refused, and the command fails with the cycle
+    /// named (now if it is waiting for its dependencies, else when it is executed); see ``EdgeOrder``
+    /// for the check's cost.
     func addEdge(_ operation: Operation) {
-        // A command already executed (being walked, or waiting) gets no later walk that would see a new
-        // edge: always search its new edges, or a cycle closed during the walk would hang.
-        let waiting = machine.withLock { $0.isExecutedAndWaiting }
         let node = operation as? any DependencyNode
-        if let error = cycleError(adding: operation, node: node, always: waiting) {
-            // The edge is refused; the command fails with the cycle named, now if it is waiting, or
-            // when it is executed.
-            if let ending = machine.withLock({ $0.refuse(error) }) { perform(ending) }
+        guard let node, operation !== self else {
+            // A plain operation or the command itself: nothing to order.
+            let isSelf = operation === self
+            let action = machine.withLock {
+                $0.addDependency(operation, isSelf: isSelf, typeName: String(describing: Self.self))
+            }
+            perform(action, adding: operation, node: nil, isSelf: isSelf)
             return
         }
-        let isSelf = operation === self
-        let action = machine.withLock {
-            $0.addDependency(operation, isSelf: isSelf, typeName: String(describing: Self.self))
+        let admission = EdgeOrder.lock.withLock { _ -> EdgeAdmission in
+            if let path = EdgeOrder.admit(dependent: self, dependency: node) { return .cycle(path) }
+            return .recorded(record(operation, node: node))
         }
+        switch admission {
+        case .cycle(let path):
+            let error = CommandError.cycle(displayName, path: path)
+            if let ending = machine.withLock({ $0.refuse(error) }) { perform(ending) }
+        case .recorded(let action):
+            perform(action, adding: operation, node: node, isSelf: false)
+        }
+    }
+
+    /// `addDependency` that throws instead of recording: a self-dependency, an edge closing a cycle
+    /// (the error names it in order: `fetch -> parse -> fetch`) or an edge added after the command
+    /// was handed to its queue is refused with a ``CommandError``, and the command is left as it was.
+    ///
+    /// - Complexity: O(1) when `operation` was made before this command or when no command depends on
+    ///   this one yet; otherwise bounded by the part of the graph between the two (see the
+    ///   Dependency graphs article).
+    public func depend(on operation: Operation) throws { try depend(on: [operation]) }
+
+    /// Adds every edge of `operations` or none: throws, adding nothing, if one of them is this command,
+    /// closes a cycle or comes after the command was handed to its queue.
+    public func depend(on operations: [Operation]) throws {
+        if operations.contains(where: { $0 === self }) { throw CommandError.selfDependency(displayName) }
+        guard let first = operations.first else { return }
+        guard machine.withLock({ $0.acceptsDependencies }) else {
+            throw CommandError.dependencyAddedAfterStart(displayName, dependency: describe(first))
+        }
+        let nodes = operations.map { $0 as? any DependencyNode }
+        // Edges leaving one command are independent (a path back to it never uses them): checking
+        // each against the graph as it is, then recording all, finds every cycle.
+        let actions = try EdgeOrder.lock.withLock { _ throws -> [AddDependencyAction] in
+            for node in nodes {
+                if let node, let path = EdgeOrder.admit(dependent: self, dependency: node) {
+                    throw CommandError.cycle(displayName, path: path)
+                }
+            }
+            return zip(operations, nodes).map { record($0, node: $1) }
+        }
+        for (index, action) in actions.enumerated() {
+            perform(action, adding: operations[index], node: nodes[index], isSelf: false)
+        }
+    }
+
+    /// Records an edge whose place in the order was made; `EdgeOrder.lock` held.
+    private func record(_ operation: Operation, node: (any DependencyNode)?) -> AddDependencyAction {
+        let action = machine.withLock {
+            $0.addDependency(operation, isSelf: false, typeName: String(describing: Self.self))
+        }
+        if let node {
+            switch action {
+            case .none, .registerLate: EdgeOrder.markDependedOn(node)
+            case .duplicate, .failAfterStart, .ignoredFinished, .failNow: break
+            }
+        }
+        return action
+    }
+
+    /// The side effects of recording an edge (after every lock was released).
+    private func perform(
+        _ action: AddDependencyAction, adding operation: Operation, node: (any DependencyNode)?, isSelf: Bool
+    ) {
         switch action {
         case .duplicate:
             return
@@ -273,18 +315,6 @@ extension Command: DependencyNode {
         }
     }
 
-    /// `addDependency` that throws instead of recording: a self-dependency, an edge closing a cycle
-    /// (the error names it in order: `fetch -> parse -> fetch`) or an edge added after the command
-    /// was handed to its queue is refused with a ``CommandError``, and the command is left as it was.
-    public func depend(on operation: Operation) throws {
-        if operation === self { throw CommandError.selfDependency(displayName) }
-        if let error = cycleError(adding: operation, always: true) { throw error }
-        guard machine.withLock({ $0.acceptsDependencies }) else {
-            throw CommandError.dependencyAddedAfterStart(displayName, dependency: describe(operation))
-        }
-        addEdge(operation)
-    }
-
     func removeEdge(_ operation: Operation) {
         switch machine.withLock({ $0.removeDependency(operation) }) {
         case .removed:
@@ -296,31 +326,6 @@ extension Command: DependencyNode {
                 .dependencyAddedAfterStart,
                 "removeDependency(\(describe(operation))) after execute is ignored: remove edges before executing.")
         }
-    }
-
-    /// The cycle that `self.addDependency(operation)` would close, as names from `self` back to
-    /// `self`, or nil. A depth-first search over the dependencies of `operation`.
-    ///
-    /// - Complexity: O(nodes + edges) reachable from `operation`.
-    private func cyclePath(adding operation: Operation) -> [String]? {
-        var parent: [ObjectIdentifier: Operation] = [:]
-        var visited: Set<ObjectIdentifier> = [ObjectIdentifier(operation)]
-        var stack = [operation]
-        while let current = stack.popLast() {
-            guard let node = current as? any DependencyNode else { continue }
-            for dependency in node.dependencySnapshot {
-                if dependency === self {
-                    var chain = [current]
-                    while let up = parent[ObjectIdentifier(chain[chain.count - 1])] { chain.append(up) }
-                    return [displayName] + chain.reversed().map(describe) + [displayName]
-                }
-                if visited.insert(ObjectIdentifier(dependency)).inserted {
-                    parent[ObjectIdentifier(dependency)] = current
-                    stack.append(dependency)
-                }
-            }
-        }
-        return nil
     }
 }
 

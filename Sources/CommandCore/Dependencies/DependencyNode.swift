@@ -30,8 +30,9 @@ protocol DependencyNode: AnyObject, Sendable {
     func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode]
     /// `name`, else the type.
     var displayName: String { get }
-    /// The order the command was created in.
-    var creationOrder: UInt64 { get }
+    /// The node's label in the process-wide dependency order and its has-dependents flag (see
+    /// ``EdgeOrder``); read and written with `EdgeOrder.lock` held.
+    var orderWord: Int64 { get set }
     /// Registers `node` to be told (``faceDependencyDidFinish()``) when this command publishes
     /// `isFinished`; false if it already did.
     func addFaceWatcher(_ node: any DependencyNode) -> Bool
@@ -103,4 +104,12 @@ final class WeakOperation: Sendable {
     // `weak let`, which needs Swift 6.2.3.
     nonisolated(unsafe) weak var operation: Operation?
     init(_ operation: Operation) { self.operation = operation }
+}
+
+/// An edge between two commands, checked against the order (``EdgeOrder``).
+enum EdgeAdmission: Sendable {
+    /// Refused: it would close this cycle (names from the dependent back to it).
+    case cycle([String])
+    /// Recorded; the state machine's answer.
+    case recorded(AddDependencyAction)
 }

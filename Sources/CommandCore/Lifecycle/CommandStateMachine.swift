@@ -25,7 +25,7 @@ import Foundation
 /// command goes in `Scheduling/CommandStateMachine+HandOver.swift`; values and observers in
 /// `Delivery/CommandStateMachine+Delivery.swift`.
 /// The fields of ``CommandStateMachine`` that most commands never set, kept out of line: every node of
-/// a graph carries the state machine, and these six cost 48 bytes a node inline (8 as a box pointer).
+/// a graph carries the state machine, and these seven cost 56 bytes a node inline (8 as a box pointer).
 struct RareFields: Sendable {
     var gate: Gate?
     var progress: Progress?
@@ -33,6 +33,10 @@ struct RareFields: Sendable {
     var misuse: CommandError?
     var runTimeLinks: [WeakOperation] = []
     var releaseCallbacks: [@Sendable () -> Void] = []
+    /// The groups whose hold each category runs inside (see ``ExclusivityBook/Key/scope``), given by
+    /// the group that runs this command; kept without conditions too, for a group that passes its
+    /// ancestors' holds on to its own children.
+    var categoryScopes: [String: ObjectIdentifier] = [:]
 }
 
 /// The box of ``RareFields``; part of the state machine's value, so guarded by the command's lock.
@@ -200,6 +204,21 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
                 var value: [@Sendable () -> Void] = []
                 yield &value
                 if !value.isEmpty { rare.releaseCallbacks = value }
+            }
+        }
+    }
+
+    /// See ``RareFields/categoryScopes``.
+    var categoryScopes: [String: ObjectIdentifier] {
+        get { rareBox?.fields.categoryScopes ?? [:] }
+        _modify {
+            if rareBox != nil {
+                yield &rare.categoryScopes
+            } else {
+                // No box yet: a write of nothing makes none.
+                var value: [String: ObjectIdentifier] = [:]
+                yield &value
+                if !value.isEmpty { rare.categoryScopes = value }
             }
         }
     }

@@ -66,13 +66,27 @@ enum Platform {
         #endif
     }
 
+    /// Re-entrant on one thread: a body that reads a graph's `progress` for the first time (which
+    /// adopts the commands' progress under this lock) does not deadlock with itself.
     static func withProgressLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         #if canImport(Darwin)
             try body()
         #else
-            try progressLock.withLock { _ in try body() }
+            let depth = progressLockDepth.current
+            if depth.value > 0 { return try body() }
+            return try progressLock.withLock { _ in
+                depth.value += 1
+                defer { depth.value -= 1 }
+                return try body()
+            }
         #endif
     }
+
+    /// How many `withProgressLock` calls this thread is inside (only this thread touches it).
+    private final class Depth {
+        var value = 0
+    }
+    private static let progressLockDepth = ThreadLocal { Depth() }
 
     // An `Int`, not `()`: a zero-sized value would share its address with the mutex in the lock's
     // storage, which ThreadSanitizer then reports as a race on the mutex itself.

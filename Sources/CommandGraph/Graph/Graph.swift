@@ -16,8 +16,10 @@ import Foundation
 /// Nodes keep the `dependencies` they were given (a graph also works with edges made by
 /// `addDependency` directly). `run` executes the commands no other command of the graph depends on
 /// (or the `targets` given), which executes the rest. Per-node events (each node's state changes)
-/// arrive on the captured context (see `CallbackContext`), in order per node. `cancel()` cancels
-/// every command of the graph. ``progress`` counts ended commands, weighted.
+/// arrive on the captured context (see `CallbackContext`), in order per node, when `run` is given a
+/// handler. The graph's completion (``finished``, ``whenFinished(_:)``) is counted on the threads where
+/// the commands ended, never through the caller's context. `cancel()` cancels every command of the
+/// graph. ``progress`` counts ended commands, weighted.
 public final class Graph: Sendable {
     /// One node's state change.
     public struct Event: Sendable {
@@ -41,10 +43,11 @@ public final class Graph: Sendable {
 
     private struct Node {
         let command: Operation
-        let name: String
+        /// The same command, seen whatever its output type.
+        let member: any GroupChild
         let weight: Int64
-        let observe: @Sendable (CallbackContext?, @escaping @Sendable (CommandState) -> Void) -> Void
-        let execute: @Sendable () -> Void
+        /// The command's name now (read when needed: a type name costs a lookup).
+        var name: String { member.displayName }
         var state: CommandState = .pending
     }
 
@@ -57,15 +60,38 @@ public final class Graph: Sendable {
         var expected = 0
         var waiters: [CheckedContinuation<Outcome, Never>] = []
         var callbacks: [@Sendable (Outcome) -> Void] = []
+        /// Made on the first read of ``progress``.
+        var progress: Progress?
+        var isFinished: Bool { started && ended == expected }
     }
 
-    // Guards the node table, the run flag and the waiters.
+    // Guards the node table, the run flag, the waiters and the progress once made.
     private let state = Locked(State())
 
     /// The graph's progress: each command's progress as a child, weighted (each node's `weight`,
     /// default 1), so a command reporting half its work moves the graph by half its weight. On Linux,
     /// read it through ``fractionCompleted`` (Foundation's `Progress` is not thread-safe there).
-    public let progress = Progress.discreteProgress(totalUnitCount: 0)
+    ///
+    /// Made on its first read, with every command added so far as a child (commands added later join
+    /// it as they are added): a graph nobody asks for progress makes no `Progress` per command (about
+    /// 3 us a node here). A command's progress has one parent: the first graph or group to make its
+    /// progress tree with it counts it.
+    public var progress: Progress {
+        if let made = state.withLock({ $0.progress }) { return made }
+        let made = Progress.discreteProgress(totalUnitCount: 0)
+        let (winner, nodes, finished) = state.withLock { state -> (Progress, [Node], Bool) in
+            if let existing = state.progress { return (existing, [], false) }
+            state.progress = made
+            return (made, state.nodes, state.isFinished)
+        }
+        for node in nodes {
+            if let child = node.member.progressForAdoption() {
+                ProgressGuard.addChild(child, to: made, weight: node.weight)
+            }
+        }
+        if finished { ProgressGuard.completeIfWeightless(made) }
+        return winner
+    }
 
     public init() {}
 
@@ -87,30 +113,28 @@ public final class Graph: Sendable {
     public func add<Output>(
         _ command: Command<Output>, dependsOn dependencies: [Operation] = [], weight: Int64 = 1
     ) throws -> Command<Output> {
-        let name = command.displayName
         let id = ObjectIdentifier(command)
-        guard weight >= 0 else { throw Self.negativeWeight(name, weight) }
-        try state.withLock { state in
-            if state.started { throw Self.alreadyRun(name) }
-            if let index = state.index[id], state.nodes[index].weight != weight {
-                throw Self.otherWeight(name, weight, first: state.nodes[index].weight)
-            }
+        guard weight >= 0 else { throw Self.negativeWeight(command.displayName, weight) }
+        // The name is read outside the graph's lock (it takes the command's), and only for an error.
+        let (started, firstWeight) = state.withLock { state -> (Bool, Int64?) in
+            (state.started, state.index[id].map { state.nodes[$0].weight })
         }
-        for dependency in dependencies { try command.depend(on: dependency) }
-        let node = Node(
-            command: command, name: name, weight: weight,
-            observe: { context, handler in command.observeState(on: context, handler) },
-            execute: { command.start() })
-        let added = try state.withLock { state -> Bool in
-            if state.started { throw Self.alreadyRun(name) }
+        if started { throw Self.alreadyRun(command.displayName) }
+        if let firstWeight, firstWeight != weight {
+            throw Self.otherWeight(command.displayName, weight, first: firstWeight)
+        }
+        try command.depend(on: dependencies)
+        let node = Node(command: command, member: command, weight: weight)
+        let (added, progress) = try state.withLock { state -> (Bool, Progress?) in
+            if state.started { throw Self.alreadyRun(command.displayName) }
             // Already there (added before, or by another thread meanwhile): the edges were the point.
-            guard state.index[id] == nil else { return false }
+            guard state.index[id] == nil else { return (false, nil) }
             state.index[id] = state.nodes.count
             state.nodes.append(node)
-            return true
+            return (true, state.progress)
         }
         // A command already counted by another graph or group counts there only (one parent).
-        if added, let child = command.progressForAdoption() {
+        if added, let progress, let child = command.progressForAdoption() {
             ProgressGuard.addChild(child, to: progress, weight: weight)
         }
         return command
@@ -121,7 +145,12 @@ public final class Graph: Sendable {
 
     /// Runs the graph: executes `targets` (default: every command no other command of the graph
     /// depends on), which executes their dependencies. `onEvent` gets each node's state changes on
-    /// `context` (default: the caller's). Throws if the graph was already run.
+    /// `context` (default: the caller's), in order per node. Throws if the graph was already run.
+    ///
+    /// The graph counts its commands' ends on the threads where they ended, not on `context`:
+    /// ``finished`` and ``whenFinished(_:)`` never wait for the caller's queue, so a caller may block
+    /// its own thread until the outcome (a command-line tool, a test). They do not wait for `onEvent`
+    /// either: the last events may reach `onEvent` on `context` after the outcome is known.
     public func run(
         targets: [Operation]? = nil, on context: CallbackContext? = nil,
         _ onEvent: (@Sendable (Event) -> Void)? = nil
@@ -144,9 +173,13 @@ public final class Graph: Sendable {
             state.expected = state.nodes.filter { involved.contains(ObjectIdentifier($0.command)) }.count
         }
         for (offset, node) in nodes.enumerated() where involved.contains(ObjectIdentifier(node.command)) {
-            node.observe(context) { [self] newState in
-                onEvent?(Event(name: node.name, command: node.command, state: newState))
-                if newState.isTerminal { ended(offset, newState) }
+            // The graph's own count runs where the command ended: it never waits for the caller's
+            // context (which the caller may be blocking while it waits for the outcome).
+            node.member.observeEnd { [self] newState in ended(offset, newState) }
+            if let onEvent {
+                node.member.observeStates(on: context) { newState in
+                    onEvent(Event(name: node.name, command: node.command, state: newState))
+                }
             }
         }
         // Targets first, then every other command involved: executing a target executes its
@@ -154,9 +187,9 @@ public final class Graph: Sendable {
         // nothing), whose dependencies would otherwise never run and the graph never finish.
         for node in nodes
         where roots?.contains(ObjectIdentifier(node.command)) ?? !dependedOn.contains(ObjectIdentifier(node.command)) {
-            node.execute()
+            node.command.start()
         }
-        for node in nodes where involved.contains(ObjectIdentifier(node.command)) { node.execute() }
+        for node in nodes where involved.contains(ObjectIdentifier(node.command)) { node.command.start() }
         if nodes.isEmpty { finishIfDone() }
     }
 
@@ -169,24 +202,24 @@ public final class Graph: Sendable {
     public var finished: Outcome {
         get async {
             await withCheckedContinuation { continuation in
-                let outcome = state.withLock { state -> Outcome? in
-                    if state.started && state.ended == state.expected { return Self.outcome(state.nodes) }
+                let nodes = state.withLock { state -> [Node]? in
+                    if state.isFinished { return state.nodes }
                     state.waiters.append(continuation)
                     return nil
                 }
-                if let outcome { continuation.resume(returning: outcome) }
+                if let nodes { continuation.resume(returning: Self.outcome(nodes)) }
             }
         }
     }
 
     /// Calls `completion` (on the thread that ended the last command) once every command ended.
     public func whenFinished(_ completion: @escaping @Sendable (Outcome) -> Void) {
-        let outcome = state.withLock { state -> Outcome? in
-            if state.started && state.ended == state.expected { return Self.outcome(state.nodes) }
+        let nodes = state.withLock { state -> [Node]? in
+            if state.isFinished { return state.nodes }
             state.callbacks.append(completion)
             return nil
         }
-        if let outcome { completion(outcome) }
+        if let nodes { completion(Self.outcome(nodes)) }
     }
 
     /// The commands still waiting and what for; see `GraphReport.stalls(_:)`.
@@ -202,17 +235,21 @@ public final class Graph: Sendable {
     }
 
     private func finishIfDone() {
-        if state.withLock({ $0.started && $0.ended == $0.expected }) { ProgressGuard.completeIfWeightless(progress) }
-        let (outcome, waiters, callbacks) = state.withLock { state in
-            guard state.started, state.ended == state.expected, !state.waiters.isEmpty || !state.callbacks.isEmpty
-            else { return (nil as Outcome?, [CheckedContinuation<Outcome, Never>](), [@Sendable (Outcome) -> Void]()) }
+        if let progress = state.withLock({ $0.isFinished ? $0.progress : nil }) {
+            ProgressGuard.completeIfWeightless(progress)
+        }
+        let (nodes, waiters, callbacks) = state.withLock { state in
+            guard state.isFinished, !state.waiters.isEmpty || !state.callbacks.isEmpty
+            else { return (nil as [Node]?, [CheckedContinuation<Outcome, Never>](), [@Sendable (Outcome) -> Void]()) }
             defer {
                 state.waiters = []
                 state.callbacks = []
             }
-            return (Self.outcome(state.nodes), state.waiters, state.callbacks)
+            return (state.nodes, state.waiters, state.callbacks)
         }
-        guard let outcome else { return }
+        guard let nodes else { return }
+        // Names are read outside the graph's lock (each takes its command's).
+        let outcome = Self.outcome(nodes)
         for waiter in waiters { waiter.resume(returning: outcome) }
         for callback in callbacks { callback(outcome) }
     }

@@ -65,10 +65,22 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
     /// The children, in the order they were added.
     public var children: [Operation] { book.withLock { $0.children } }
 
-    /// How many children may run at once; default: no limit. Set before the group runs.
+    /// How many children may run at once; default: no limit (`Int.max`). Set before the group runs.
+    /// A value below 1 is ignored (the limit stays what it was) with an `invalidArgument` diagnostic
+    /// naming the group: 1 runs children one at a time, `Int.max` lifts the limit.
     public var maxConcurrentChildren: Int {
         get { book.withLock { $0.limit } }
-        set { book.withLock { $0.limit = max(1, newValue) } }
+        set {
+            guard newValue >= 1 else {
+                let kept = book.withLock { $0.limit }
+                diagnose(
+                    .invalidArgument,
+                    "maxConcurrentChildren = \(newValue) is ignored (the limit stays \(kept == Int.max ? "none" : String(kept))): "
+                        + "set 1 to run children one at a time, or Int.max for no limit.")
+                return
+            }
+            book.withLock { $0.limit = newValue }
+        }
     }
 
     /// What the first failed child does to its siblings; default ``ChildFailurePolicy/waitForAll``.
@@ -308,18 +320,25 @@ struct GroupState {
     }
 }
 
-/// A command as a group's child, whatever its output type.
+/// A command as a group's child or a graph's node, whatever its output type.
 protocol GroupChild: AnyObject, Sendable {
     var displayName: String { get }
     func progressForAdoption() -> Progress?
     func scopeCategories(_ scopes: [String: ObjectIdentifier])
+    /// Calls `ended` with the terminal state, on the thread where the command ended.
     func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void)
+    /// Every state change, on `context`.
+    func observeStates(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void)
     func startAsChild()
 }
 
 extension Command: GroupChild {
     func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void) {
         observeState(on: .immediate) { state in if state.isTerminal { ended(state) } }
+    }
+
+    func observeStates(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void) {
+        observeState(on: context, handler)
     }
 
     func startAsChild() { execute(on: .immediate) { _ in } }
