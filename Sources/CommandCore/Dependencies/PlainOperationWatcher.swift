@@ -15,7 +15,7 @@ import Foundation
 /// its waiting watchers on each change (Foundation's scheduler is linear in the operations it holds),
 /// so plain dependencies suit tens or hundreds of operations, not a million; a graph of commands
 /// does not use this.
-enum PlainOperationWatcher {
+package enum PlainOperationWatcher {
     private static let queue: OperationQueue = {
         let queue = OperationQueue()
         queue.name = "AwesomeCommand plain-operation watcher"
@@ -25,7 +25,7 @@ enum PlainOperationWatcher {
 
     /// Calls `finished` once, on a global queue (or right here, if `operation` already finished), after
     /// `operation` finished.
-    static func watch(_ operation: Operation, finished: @escaping @Sendable () -> Void) {
+    package static func watch(_ operation: Operation, finished: @escaping @Sendable () -> Void) {
         let once = OnceFlag()
         let notify: @Sendable () -> Void = {
             if once.take() { finished() }

@@ -30,7 +30,11 @@ import Foundation
 /// **Conditions and exclusivity.** The group's conditions are checked before its run, and its
 /// categories are held for its whole run. A child in a category the group holds runs inside the
 /// group's hold: exclusive with its siblings in that category, not with the group (no deadlock, at
-/// any depth of nesting).
+/// any depth of nesting: a command runs inside the hold of its nearest ancestor holding the
+/// category, whether or not the groups in between hold it).
+///
+/// **Where callbacks run.** The group watches its children's ends on the threads where they end
+/// (never through a caller's context), so a caller may block its own thread until the group ends.
 ///
 /// **Progress.** The group's `progress` has each child's progress as a child of weight 1 (unless
 /// another graph or group counts that child already: a `Progress` has one parent), and one unit of
@@ -356,11 +360,9 @@ enum PlainChildren {
         if !operation.isExecuting && !operation.isFinished { queue.addOperation(operation) }
     }
 
+    /// The engine's one watcher of plain operations (it also catches an operation that finishes
+    /// while its watcher is being adopted by the watcher queue).
     static func watch(_ operation: Operation, ended: @escaping @Sendable (CommandState) -> Void) {
-        let watcher = BlockOperation {
-            ended(GraphReport.plainState(operation))
-        }
-        watcher.addDependency(operation)
-        queue.addOperation(watcher)
+        PlainOperationWatcher.watch(operation) { ended(GraphReport.plainState(operation)) }
     }
 }
