@@ -440,4 +440,97 @@ extension CommandState {
         #expect(await ended.wait())
         #expect(log.all == ["other", "gated"])
     }
+
+    // MARK: - Compound conditions (ProcedureKit's AndConditionTests / OrConditionTests, the cases
+    // that apply: no `IgnoredCondition` yet, and no condition results other than true / false /
+    // thrown)
+
+    @Test func and_allTrue_runs_oneFalse_cancelsNamingThatPart() async {
+        let ok = logging("ok", Log())
+        ok.add(condition: AndCondition(Fixed(answer: true), Fixed(answer: true)))
+        #expect(await executed(ok).isCompleted)
+
+        let log = Log()
+        let refused = logging("refused", log)
+        refused.add(
+            condition: AndCondition(Fixed(answer: true), Fixed(answer: false), BlockCondition(name: "b") { true }))
+        let state = await executed(refused)
+        #expect(state.isCancelled)
+        #expect(state.commandError?.code == .conditionFailed)
+        #expect(state.commandError?.condition == "And<TrueCondition, FalseCondition, b>")
+        let failure = state.commandError?.underlying as? CompoundConditionFailure
+        #expect(failure?.failedParts == ["FalseCondition"])
+        #expect(log.all.isEmpty)
+
+        let throwing = logging("throwing", Log())
+        throwing.add(condition: AndCondition(BlockCondition(name: "throws") { throw TestError() }))
+        let thrown = await executed(throwing)
+        let thrownFailure = thrown.commandError?.underlying as? CompoundConditionFailure
+        #expect(thrownFailure?.failedParts == ["throws"])
+        #expect(thrownFailure?.errors.compactMap { $0 }.first is TestError)
+    }
+
+    @Test func or_anyTrue_runs_noneTrue_cancelsListingEveryPart() async {
+        let ok = logging("ok", Log())
+        ok.add(
+            condition: OrCondition(
+                Fixed(answer: false), BlockCondition(name: "throws") { throw TestError() }, Fixed(answer: true)))
+        #expect(await executed(ok).isCompleted)
+
+        let refused = logging("refused", Log())
+        refused.add(condition: OrCondition(Fixed(answer: false), Fixed(answer: false)))
+        let state = await executed(refused)
+        #expect(state.isCancelled)
+        let failure = state.commandError?.underlying as? CompoundConditionFailure
+        #expect(failure?.failedParts == ["FalseCondition", "FalseCondition"])
+        #expect(failure?.condition == "Or<FalseCondition, FalseCondition>")
+
+        let empty = logging("empty", Log())
+        empty.add(condition: OrCondition([]))
+        #expect(await executed(empty).isCancelled)
+    }
+
+    /// The parts' dependencies all run before the compound condition evaluates; categories are the
+    /// union of the parts'.
+    @Test func compound_runsEveryPartsDependency_andUnitesCategories() async {
+        let log = Log()
+        let command = logging("work", log)
+        let first = logging("first dependency", log)
+        let second = BlockOperation { log.append("second dependency") }
+        let condition = AndCondition(
+            WithDependency(dependency: first) { log.all.contains("first dependency") },
+            OrCondition(
+                WithDependency(dependency: second) { log.all.contains("second dependency") },
+                MutuallyExclusive(category: "compound-\(UUID().uuidString)")))
+        #expect(condition.mutuallyExclusiveCategories.count == 1)
+        command.add(condition: condition)
+        #expect(await executed(command).isCompleted)
+        #expect(log.all.last == "work")
+        #expect(Set(log.all.dropLast()) == ["first dependency", "second dependency"])
+    }
+
+    /// `BlockCondition(name:dependency:)`: a fresh dependency per command, run before the block.
+    @Test func blockCondition_withADependency_runsAFreshOnePerCommand_beforeTheBlock() async {
+        let log = Log()
+        let signedIn = Locked(false)
+        let condition = BlockCondition(
+            name: "signed in",
+            dependency: {
+                Command<Void> { result in
+                    log.append("sign in")
+                    signedIn.withLock { $0 = true }
+                    result.succeed()
+                    return nil
+                }
+            }
+        ) { signedIn.withLock { $0 } }
+        let first = logging("first", log)
+        first.add(condition: condition)
+        #expect(await executed(first).isCompleted)
+        signedIn.withLock { $0 = false }
+        let second = logging("second", log)
+        second.add(condition: condition)
+        #expect(await executed(second).isCompleted)
+        #expect(log.all == ["sign in", "first", "sign in", "second"])
+    }
 }

@@ -42,15 +42,34 @@ extension CommandCondition {
 
 /// A condition whose evaluation is a closure, synchronous or `async`:
 /// `BlockCondition(name: "signed in") { await session.isSignedIn }`.
+///
+/// With a `dependency`, the closure makes a fresh operation for each command the condition checks,
+/// run before `body` (see ``CommandCondition/dependency(for:)``): the sign-in pattern without a type
+/// of your own, `BlockCondition(name: "signed in", dependency: { SignIn() }) { await session.isSignedIn }`.
 public struct BlockCondition: CommandCondition {
     public let name: String
     private let body: @Sendable () async throws -> Bool
+    private let makeDependency: (@Sendable () -> Operation?)?
 
     /// A condition that is `body`'s answer (a throw fails it with that error).
     public init(name: String = "BlockCondition", _ body: @escaping @Sendable () async throws -> Bool) {
         self.name = name
         self.body = body
+        self.makeDependency = nil
     }
+
+    /// A condition that runs the operation `dependency` makes (a fresh one per command), then is
+    /// `body`'s answer.
+    public init(
+        name: String = "BlockCondition", dependency: @escaping @Sendable () -> Operation?,
+        _ body: @escaping @Sendable () async throws -> Bool
+    ) {
+        self.name = name
+        self.body = body
+        self.makeDependency = dependency
+    }
+
+    public func dependency(for command: Operation) -> Operation? { makeDependency?() }
 
     public func evaluate(for command: Operation) async throws -> Bool { try await body() }
 }
