@@ -69,6 +69,38 @@ public enum RetryDelay: Sendable {
     }
 }
 
+/// A failed attempt of ``Command/retry(_:delay:scheduler:shouldRetry:_:)``, for its `shouldRetry`.
+public struct RetryFailure: Sendable {
+    /// The error the attempt failed with.
+    public let error: any Error
+    /// Which attempt failed (1-based: the first attempt is 1).
+    public let attempt: Int
+    /// Every attempt's error so far, in order (`errors.last` is `error`).
+    public let errors: [any Error]
+}
+
+/// The attempt ``Command/retry(_:delay:scheduler:shouldRetry:_:)`` asks `make` for.
+public struct RetryAttempt: Sendable {
+    /// Which attempt this is (1-based: the first attempt is 1).
+    public let number: Int
+    /// The error the previous attempt failed with (nil for the first).
+    public let lastError: (any Error)?
+}
+
+/// What `retry` does after a failed attempt, as `shouldRetry` decides.
+public enum RetryDecision: Sendable {
+    /// The next attempt, after `retry`'s `delay`.
+    case retry
+    /// The next attempt after this wait instead (a server's `Retry-After`, say); a negative wait is 0.
+    case retryWithDelay(Duration)
+    /// Runs this command first ("refresh the token"), then the next attempt, at once. If it fails, the
+    /// retry fails with *its* error and makes no further attempt; if it is cancelled, the retry ends
+    /// cancelled. Its values are ignored.
+    case recover(Command<Void>)
+    /// No further attempt: the retry fails now with the attempt's error.
+    case doNotRetry
+}
+
 extension Command {
     /// Runs the command `make` returns, and on failure a fresh one, up to `retries` more times.
     ///
@@ -81,6 +113,33 @@ extension Command {
     public static func retry(
         _ retries: Int, delay: RetryDelay = .none, scheduler: any CommandScheduler = DispatchScheduler.shared,
         _ make: @escaping @Sendable () throws -> Command<Output>
+    ) -> Command<Output> {
+        retry(retries, delay: delay, scheduler: scheduler, shouldRetry: { _ in .retry }) { _ in try make() }
+    }
+
+    /// Runs the command `make` returns, and after a failed attempt asks `shouldRetry` what to do
+    /// (ProcedureKit's `RetryProcedure` with its failure info, Alamofire's `RequestRetrier`):
+    ///
+    /// ```swift
+    /// let fetch = Command<Data>.retry(3, delay: .exponential(initial: .milliseconds(100)),
+    ///     shouldRetry: { failure in
+    ///         if failure.error is Unauthorized { return .recover(RefreshToken()) }
+    ///         return failure.error is URLError ? .retry : .doNotRetry
+    ///     }) { attempt in FetchCommand(url, token: store.token) }
+    /// ```
+    ///
+    /// `retries` bounds the attempts (`retries + 1` at most, recoveries not counted): after the last
+    /// one fails, the retry fails with its error without asking `shouldRetry`. `shouldRetry` and
+    /// `make` run on the thread where the previous step ended (or the caller's, for the first `make`).
+    ///
+    /// *Emits:* every value of every attempt, failed ones included. *Completes:* when an attempt
+    /// completes. *Fails:* with the attempt's error (`.doNotRetry`, or attempts exhausted), a recovery
+    /// command's error, what `make` throws, or `invalidArgument` for a negative count or an invalid
+    /// `delay`. *Cancels:* the running attempt, the pending wait or the running recovery command.
+    public static func retry(
+        _ retries: Int, delay: RetryDelay = .none, scheduler: any CommandScheduler = DispatchScheduler.shared,
+        shouldRetry: @escaping @Sendable (RetryFailure) -> RetryDecision,
+        _ make: @escaping @Sendable (RetryAttempt) throws -> Command<Output>
     ) -> Command<Output> {
         combinator("retry(\(retries))", inputs: []) { link in
             guard retries >= 0 else {
@@ -99,22 +158,46 @@ extension Command {
                             code: .invalidArgument, command: link.node,
                             message: "retry(\(retries), delay:): \(reason).")))
             }
-            @Sendable func attempt(_ number: Int) {
+            @Sendable func attempt(_ number: Int, errors: [any Error]) {
                 let command: Command<Output>
-                do { command = try make() } catch { return link.emit(.failed(error)) }
+                do {
+                    command = try make(RetryAttempt(number: number, lastError: errors.last))
+                } catch {
+                    return link.emit(.failed(error))
+                }
                 link.subscribe(runTime: command) { event in
                     switch event {
                     case .value(let value): link.emit(.value(value))
                     case .completed, .cancelled: link.forwardTerminal(event, from: command)
                     case .failed(let error):
                         guard number <= retries else { return link.emit(.failed(error)) }
-                        let wait = delay.delay(afterAttempt: number)
-                        if wait <= .zero { return attempt(number + 1) }
-                        link.schedule(on: scheduler, after: wait) { attempt(number + 1) }
+                        let errors = errors + [error]
+                        let next: @Sendable () -> Void = { attempt(number + 1, errors: errors) }
+                        switch shouldRetry(RetryFailure(error: error, attempt: number, errors: errors)) {
+                        case .doNotRetry:
+                            link.emit(.failed(error))
+                        case .retry:
+                            pause(delay.delay(afterAttempt: number), then: next)
+                        case .retryWithDelay(let duration):
+                            pause(max(duration, .zero), then: next)
+                        case .recover(let recovery):
+                            link.subscribe(runTime: recovery) { event in
+                                switch event {
+                                case .value: break
+                                case .completed: next()
+                                case .failed(let error): link.emit(.failed(error))
+                                case .cancelled: link.forwardTerminal(event, from: recovery)
+                                }
+                            }
+                        }
                     }
                 }
             }
-            attempt(1)
+            @Sendable func pause(_ duration: Duration, then next: @escaping @Sendable () -> Void) {
+                if duration <= .zero { return next() }
+                link.schedule(on: scheduler, after: duration, next)
+            }
+            attempt(1, errors: [])
         }
     }
 
