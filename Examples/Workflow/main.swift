@@ -8,7 +8,9 @@
 // - a group "refresh" of three children, one of them showing an alert too: it runs inside the group's
 //   hold of "alert" (the group shows a banner alert for its whole run), exclusive with its siblings,
 //   not with the group, so nothing deadlocks;
-// - a command whose condition is false ends cancelled without running, and says why.
+// - a command whose condition is false ends cancelled without running, and says why;
+// - a retry that sees the error: the first fetch is refused (an expired token), the decision runs a
+//   "refresh token" command, then the next attempt succeeds.
 // Prints each step with its time and the outcome, then the stall-free picture of the group as Mermaid.
 import CommandGraph
 import Dispatch
@@ -88,5 +90,30 @@ say("")
 say(GraphReport.mermaid(refresh))
 guard outcome.completed.count == 4, outcome.cancelled == ["sync while offline"] else {
     say("unexpected outcome")
+    exit(1)
+}
+
+/// What a server says to an expired token.
+struct Unauthorized: Error {}
+let token = Locked("expired")
+let fetchMail = Command<String>.retry(
+    2, delay: .constant(.milliseconds(10)),
+    shouldRetry: { failure in
+        guard failure.error is Unauthorized else { return .doNotRetry }
+        return .recover(step("refresh token", milliseconds: 10) { token.withLock { $0 = "fresh" } })
+    }
+) { attempt in
+    Command<String> { result in
+        let current = token.withLock { $0 }
+        say("\(ms())  fetch mail, attempt \(attempt.number), token \(current)")
+        if current == "expired" { result.fail(Unauthorized()) } else { result.succeed("3 new messages") }
+        return nil
+    }
+}
+say("")
+let mail = try await fetchMail.value
+say("retry: \(mail)")
+guard mail == "3 new messages", token.withLock({ $0 }) == "fresh" else {
+    say("unexpected retry")
     exit(1)
 }
