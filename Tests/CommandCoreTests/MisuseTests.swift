@@ -9,7 +9,7 @@ import Testing
 ///
 /// | Misuse | What it gets |
 /// |---|---|
-/// | dependency cycle | `depend(on:)` throws `dependencyCycle`, `cycle` = the names in order; `addDependency` refuses the edge, and the command fails with that error (when executed, or at once if it waits) |
+/// | dependency cycle | `depend(on:)` throws `dependencyCycle`, `cycle` = the names in order; `addDependency` records the edge (Foundation's rule) and executing fails the cycle's commands with it (a command already waiting refuses the edge and fails at once) |
 /// | self-dependency | `selfDependency` when executed |
 /// | dependency added after start | `dependencyAddedAfterStart`, naming both commands |
 /// | execute after cancel | `.cancelled(cancelled)` delivered to the new observer |
@@ -94,15 +94,17 @@ import Testing
         #expect(probe.diagnostics.contains { $0.message.contains("dependencyPolicy") })
     }
 
-    @Test func cycle_closedByAnEdgeToANewerCommand_isRefusedWhenAdded_andNamedInOrder() async {
+    /// An edge to a newer command closing a cycle: recorded as well (the same rule both ways), and
+    /// executing names the cycle; its dependents do not run.
+    @Test func cycle_closedByAnEdgeToANewerCommand_isFoundWhenExecuted_andNamedInOrder() async {
         let log = Log()
         let parse = named("parse", log)
         let fetch = named("fetch", log)
         let save = named("save", log)
-        fetch.addDependency(parse)  // to an older command: O(1), no search
-        parse.addDependency(fetch)  // to a newer one: searched; closes parse -> fetch -> parse: refused
+        fetch.addDependency(parse)
+        parse.addDependency(fetch)  // closes parse -> fetch -> parse: recorded, as Foundation does
         save.addDependency(fetch)
-        #expect(parse.dependencies.isEmpty)
+        #expect(parse.dependencies.count == 1)
         let recorder = Recorder<Int>()
         parse.execute(on: .immediate, recorder.handler)
         #expect(await recorder.waitForTerminal())
@@ -114,27 +116,27 @@ import Testing
         let saved = Recorder<Int>()
         save.execute(on: .immediate, saved.handler)
         #expect(await saved.waitForTerminal())
-        #expect(saved.terminal?.commandError?.code == .dependencyCancelled)
+        #expect(saved.terminal?.commandError?.code == .dependencyFailed)
         #expect(log.all.isEmpty)
     }
 
-    @Test func cycle_closedByAnEdgeToAnOlderCommand_isRefusedWhenAdded_andNamedInOrder() async {
+    /// `addDependency` records an edge that closes a cycle (Foundation's rule: a cancel may break it
+    /// in a queue); executing the graph names the cycle and fails its commands with it.
+    @Test func cycle_closedWithAddDependency_isFoundWhenExecuted_andNamedInOrder() async {
         let log = Log()
         let fetch = named("fetch", log)
         let parse = named("parse", log)
-        fetch.addDependency(parse)  // to a newer command
-        parse.addDependency(fetch)  // to an older one: refused, it closes the cycle
-        #expect(parse.dependencies.isEmpty)
+        fetch.addDependency(parse)
+        parse.addDependency(fetch)  // closes the cycle: recorded, as Foundation records it
+        #expect(parse.dependencies.count == 1)
         let recorder = Recorder<Int>()
         fetch.execute(on: .immediate, recorder.handler)
         #expect(await recorder.waitForTerminal())
-        // 'parse' fails with the cycle it would have closed; 'fetch' depends on it.
+        let error = recorder.terminal?.error as? CommandError
+        #expect(error?.code == .dependencyCycle)
+        #expect(error?.cycle == ["fetch", "parse", "fetch"])
         guard case .failed(let parseError as CommandError) = parse.state else { Issue.record("\(parse.state)"); return }
         #expect(parseError.code == .dependencyCycle)
-        #expect(parseError.cycle == ["parse", "fetch", "parse"])
-        let error = recorder.terminal?.error as? CommandError
-        #expect(error?.code == .dependencyFailed)
-        #expect(error?.dependency == "parse")
         #expect(log.all.isEmpty)
     }
 

@@ -208,9 +208,11 @@ extension Command: DependencyNode {
 
     // MARK: - Edges
 
-    /// `addDependency`: an edge closing a cycle is refused, and the command fails with the cycle
-    /// named (now if it is waiting for its dependencies, else when it is executed); see ``EdgeOrder``
-    /// for the check's cost.
+    /// `addDependency`. An edge closing a cycle is recorded, as Foundation records it (in a queue of
+    /// yours, a cancel breaks the cycle, as Foundation's own tests do), and the execute walk names
+    /// the cycle when the engine executes the graph; only a command already executed (claimed or
+    /// waiting, which no later walk will see) refuses it and fails now with the cycle named. See
+    /// ``EdgeOrder`` for the check's cost.
     func addEdge(_ operation: Operation) {
         let node = operation as? any DependencyNode
         guard let node, operation !== self else {
@@ -223,7 +225,11 @@ extension Command: DependencyNode {
             return
         }
         let admission = EdgeOrder.lock.withLock { _ -> EdgeAdmission in
-            if let path = EdgeOrder.admit(dependent: self, dependency: node) { return .cycle(path) }
+            if let path = EdgeOrder.admit(dependent: self, dependency: node),
+                machine.withLock({ $0.isExecutedAndWaiting })
+            {
+                return .cycle(path)
+            }
             return .recorded(record(operation, node: node))
         }
         switch admission {

@@ -14,12 +14,16 @@ import Foundation
 /// 3. Otherwise a bounded search: the dependencies reachable from `y` whose labels are at least
 ///    `label(x)` (labels fall along every path, so a path back to `x` stays above it: the search
 ///    finds the cycle if there is one). Those nodes are moved below `x`, keeping their order, each
-///    only ever lowered (so no edge into them breaks) and above every dependency left outside.
+///    only ever lowered (so no edge into them breaks) and above every dependency left outside
+///    (the k-th highest to `min(its label, label(x) - k * spacing)`).
 ///    O(nodes and edges between `label(x)` and `label(y)` reachable from `y`); when the gap below
 ///    `x` is too narrow for them, the window widens (doubling) and takes in more of `y`'s past.
 ///
 /// Plain `Operation`s are not labelled: an edge to or through one is not searched (the execute walk
-/// still names a cycle it finds through commands).
+/// still names a cycle it finds through commands). `addDependency` records an edge that closes a
+/// cycle (Foundation's rule: a cancel may break it in a user's queue) without ordering it; the order
+/// then no longer holds for that edge, so a later check through it may miss a cycle, which the
+/// execute walk still names: the exact check at every call is for graphs without such an edge.
 ///
 /// The labels and the `hasDependents` flags are guarded by ``lock``, which also serialises every
 /// edge between two commands (the check and the recording of the edge happen under it, so two
@@ -125,14 +129,15 @@ enum EdgeOrder {
             guard room > count else { return .tooNarrow(outsideMax) }
             spacing = min(step, room / (count + 1))
         }
-        // Highest first, each just below the one before (or where it is, if lower already): the
-        // order among them is kept, none rises, and the lowest stays above `outsideMax`.
+        // The k-th highest goes to slot `lo - k * spacing`, or stays where it is if lower already:
+        // min(old, slot) keeps their order (both fall with k), none rises, all end below `lo`, and the
+        // lowest is at least `lo - count * spacing`, above `outsideMax`. (A running cap instead of
+        // fixed slots would follow a member that stayed low and push the next ones below their own
+        // outside dependencies.)
         members.sort { label($0.orderWord) > label($1.orderWord) }
-        var cap = lo
-        for member in members {
-            let placed = min(label(member.orderWord), cap - spacing)
+        for (rank, member) in members.enumerated() {
+            let placed = min(label(member.orderWord), lo - spacing * Int64(rank + 1))
             member.orderWord = word(label: placed, hasDependents: hasDependents(member.orderWord))
-            cap = placed
         }
         return .placed
     }

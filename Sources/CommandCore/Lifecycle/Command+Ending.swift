@@ -29,6 +29,11 @@ extension Command {
 
     /// An ending's effects on this command; returns what its dependents must be told.
     func performLocally(_ ending: Ending) -> Propagation? {
+        // Before `isFinished` and before any dependent is told: nothing can start because of it yet.
+        if !ending.observers.isEmpty {
+            let state = ending.outcome.state
+            for observer in ending.observers { observer.willFinish(self, state: state) }
+        }
         // Through the cancel trampoline: a combinator's cancelable cancels its inputs, whose endings
         // cancel theirs; queued instead of nested, a 10,000-stage chain cancels at constant depth.
         if let cancelable = ending.cancelable { Trampoline.cancels.run { cancelable.cancel() } }
@@ -37,6 +42,10 @@ extension Command {
         // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.
         withExtendedLifetime(self) { publish(ending) }
         schedule(ending.wakeups)
+        if !ending.observers.isEmpty {
+            let state = ending.outcome.state
+            for observer in ending.observers { observer.didFinish(self, state: state) }
+        }
         let recycled = machine.withLock { machine -> (OperationQueue, Bool)? in
             if machine.queue.borrowed {
                 machine.queue.executeQueue = nil

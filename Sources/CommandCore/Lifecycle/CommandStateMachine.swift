@@ -25,7 +25,7 @@ import Foundation
 /// command goes in `Scheduling/CommandStateMachine+HandOver.swift`; values and observers in
 /// `Delivery/CommandStateMachine+Delivery.swift`.
 /// The fields of ``CommandStateMachine`` that most commands never set, kept out of line: every node of
-/// a graph carries the state machine, and these seven cost 56 bytes a node inline (8 as a box pointer).
+/// a graph carries the state machine, and these eight cost 64 bytes a node inline (8 as a box pointer).
 struct RareFields: Sendable {
     var gate: Gate?
     var progress: Progress?
@@ -37,6 +37,8 @@ struct RareFields: Sendable {
     /// the group that runs this command; kept without conditions too, for a group that passes its
     /// ancestors' holds on to its own children.
     var categoryScopes: [String: ObjectIdentifier] = [:]
+    /// Lifecycle observers (``CommandObserver``), in the order added.
+    var lifecycleObservers: [any CommandObserver] = []
 }
 
 /// The box of ``RareFields``; part of the state machine's value, so guarded by the command's lock.
@@ -208,6 +210,21 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         }
     }
 
+    /// See ``RareFields/lifecycleObservers``; empty (a nil check) for a command without observers.
+    var lifecycleObservers: [any CommandObserver] {
+        @inline(__always) get { rareBox?.fields.lifecycleObservers ?? [] }
+        _modify {
+            if rareBox != nil {
+                yield &rare.lifecycleObservers
+            } else {
+                // No box yet: a write of nothing makes none.
+                var value: [any CommandObserver] = []
+                yield &value
+                if !value.isEmpty { rare.lifecycleObservers = value }
+            }
+        }
+    }
+
     /// See ``RareFields/categoryScopes``.
     var categoryScopes: [String: ObjectIdentifier] {
         get { rareBox?.fields.categoryScopes ?? [:] }
@@ -372,7 +389,8 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
         let ending = Ending(
             outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
             cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
-            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress, gate: gate?.end())
+            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress, gate: gate?.end(),
+            observers: lifecycleObservers)
         if !runInProgress { inputs = [] }
         cancelable = nil
         body = nil

@@ -84,4 +84,6 @@ struct Ending: Sendable {
     let progress: Progress?
     /// Its gate's evaluation to cancel and categories to release, if it has conditions.
     let gate: GateCleanup?
+    /// Its lifecycle observers (empty for most commands): told before and after the ending.
+    let observers: [any CommandObserver]
 }

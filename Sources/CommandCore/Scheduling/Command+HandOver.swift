@@ -32,8 +32,14 @@ extension Command {
             schedule(wakeups)
         }
         // A state observer (or another thread) may have cancelled it already: then `run` is not called.
-        let cancelled = machine.withLock { $0.isCancelled }
+        let (cancelled, observers) = machine.withLock { ($0.isCancelled, $0.lifecycleObservers) }
+        if !cancelled && !observers.isEmpty {
+            for observer in observers { observer.willExecute(self) }
+        }
         let returned = cancelled ? nil : run(CommandResult(self, body: body))
+        if !cancelled && !observers.isEmpty {
+            for observer in observers { observer.didExecute(self) }
+        }
         var (action, release) = machine.withLock { $0.runReturned(returned) }
         switch action {
         case .keep, .drop: break
