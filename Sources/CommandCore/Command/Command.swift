@@ -81,7 +81,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     /// The command's place in the process-wide dependency order and whether a command depends on it
     /// (see ``EdgeOrder``). Guarded by `EdgeOrder.lock`.
-    var orderWord: Int64
+    @exclusivity(unchecked) var orderWord: Int64
 
     /// Creates a command whose work is the subclass's ``run(_:)``.
     public override init() {

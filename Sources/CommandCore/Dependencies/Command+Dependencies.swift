@@ -225,7 +225,7 @@ extension Command: DependencyNode {
             return
         }
         let admission = EdgeOrder.lock.withLock { _ -> EdgeAdmission in
-            if let path = EdgeOrder.admit(dependent: self, dependency: node),
+            if let path = EdgeOrder.admit(dependent: self, word: &orderWord, name: displayName, dependency: node),
                 machine.withLock({ $0.isExecutedAndWaiting })
             {
                 return .cycle(path)
@@ -263,7 +263,9 @@ extension Command: DependencyNode {
         // each against the graph as it is, then recording all, finds every cycle.
         let actions = try EdgeOrder.lock.withLock { _ throws -> [AddDependencyAction] in
             for node in nodes {
-                if let node, let path = EdgeOrder.admit(dependent: self, dependency: node) {
+                if let node,
+                    let path = EdgeOrder.admit(dependent: self, word: &orderWord, name: displayName, dependency: node)
+                {
                     throw CommandError.cycle(displayName, path: path)
                 }
             }

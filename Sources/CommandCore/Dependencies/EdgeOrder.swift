@@ -51,16 +51,35 @@ enum EdgeOrder {
     /// Call with ``lock`` held. The labels may change even when a cycle is returned (they stay a
     /// valid order of the edges that exist).
     static func admit(dependent x: any DependencyNode, dependency y: any DependencyNode) -> [String]? {
-        let lo = label(x.orderWord)
+        var word = x.orderWord
+        defer { x.orderWord = word }
+        return admit(dependent: x, word: &word, name: x.displayName, dependency: y)
+    }
+
+    /// The same, with the dependent's word given (a generic command reads and writes its own field
+    /// without making itself an existential: no conformance look-up on the common path).
+    @inline(__always)
+    static func admit(
+        dependent x: AnyObject, word: inout Int64, name: @autoclosure () -> String, dependency y: any DependencyNode
+    ) -> [String]? {
+        let lo = label(word)
         let high = label(y.orderWord)
         if high < lo { return nil }
-        if !hasDependents(x.orderWord) {
-            x.orderWord = word(label: high + step, hasDependents: false)
+        if !hasDependents(word) {
+            word = self.word(label: high + step, hasDependents: false)
             return nil
         }
+        return placeBelow(x, lo: lo, name: name(), dependency: y)
+    }
+
+    /// Step 3, out of line.
+    @inline(never)
+    private static func placeBelow(_ x: AnyObject, lo: Int64, name: String, dependency y: any DependencyNode)
+        -> [String]?
+    {
         var window = step
         while true {
-            switch search(from: y, below: x, lo: lo, window: window) {
+            switch search(from: y, below: x, name: name, lo: lo, window: window) {
             case .cycle(let path):
                 return path
             case .placed:
@@ -84,9 +103,9 @@ enum EdgeOrder {
     }
 
     /// One round of step 3 with the window `[lo - window, ...)`.
-    private static func search(from y: any DependencyNode, below x: any DependencyNode, lo: Int64, window: Int64)
-        -> SearchResult
-    {
+    private static func search(
+        from y: any DependencyNode, below x: AnyObject, name: String, lo: Int64, window: Int64
+    ) -> SearchResult {
         let (difference, overflow) = lo.subtractingReportingOverflow(window)
         let threshold = overflow ? Int64.min : difference
         var members: [any DependencyNode] = [y]
@@ -104,7 +123,7 @@ enum EdgeOrder {
                 if dependency === x {
                     var chain = [current]
                     while parents[chain[chain.count - 1]] >= 0 { chain.append(parents[chain[chain.count - 1]]) }
-                    return .cycle([x.displayName] + chain.reversed().map { members[$0].displayName } + [x.displayName])
+                    return .cycle([name] + chain.reversed().map { members[$0].displayName } + [name])
                 }
                 let dependencyLabel = label(dependency.orderWord)
                 if dependencyLabel < threshold {
