@@ -69,7 +69,7 @@ public enum RetryDelay: Sendable {
     }
 }
 
-/// A failed attempt of ``Command/retry(_:delay:scheduler:shouldRetry:_:)``, for its `shouldRetry`.
+/// A failed attempt of `Command.retry(_:delay:scheduler:shouldRetry:_:)`, for its `shouldRetry`.
 public struct RetryFailure: Sendable {
     /// The error the attempt failed with.
     public let error: any Error
@@ -79,7 +79,7 @@ public struct RetryFailure: Sendable {
     public let errors: [any Error]
 }
 
-/// The attempt ``Command/retry(_:delay:scheduler:shouldRetry:_:)`` asks `make` for.
+/// The attempt `Command.retry(_:delay:scheduler:shouldRetry:_:)` asks `make` for.
 public struct RetryAttempt: Sendable {
     /// Which attempt this is (1-based: the first attempt is 1).
     public let number: Int
