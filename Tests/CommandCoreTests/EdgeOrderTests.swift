@@ -50,7 +50,9 @@ import Testing
     /// that exist, in order.
     @Test func randomEdges_throwExactlyWhenACycleWouldClose() throws {
         var random = SeededRandom(seed: 27)
-        for round in 0..<20 {
+        // Synchronous and CPU-bound: small under the sanitizers, where it would hold a thread of the
+        // concurrency pool long enough to starve other suites' waits.
+        for round in 0..<StressScale.pick(short: 20, long: 100, sanitized: 3) {
             let nodes = commands(40, prefix: "r\(round)-").shuffled(using: &random)
             var refused = 0
             for _ in 0..<160 {
@@ -91,7 +93,7 @@ import Testing
     /// member of a move that stays low once pushed the next ones below their own dependencies): the
     /// order holds after every edge, and every refusal is a real cycle.
     @Test func unevenLabels_stayOrderedAfterEveryEdge() throws {
-        for gapSeed in UInt64(0)..<UInt64(StressScale.pick(short: 12, long: 200)) {
+        for gapSeed in UInt64(0)..<UInt64(StressScale.pick(short: 12, long: 200, sanitized: 2)) {
             var gaps = SeededRandom(seed: gapSeed)
             var random = SeededRandom(seed: 27)
             var next: Int64 = 1 << 30
@@ -143,7 +145,7 @@ import Testing
     /// O(1) or bounded, and the closing edge names the whole chain in order.
     @Test func chainBuiltBackwards_namesTheWholeCycle() throws {
         for reversedCreation in [false, true] {
-            let made = commands(2_000)
+            let made = commands(StressScale.pick(short: 2_000, long: 20_000, sanitized: 300))
             let nodes = reversedCreation ? Array(made.reversed()) : made
             // nodes[i] waits for nodes[i + 1]: built from the end the user starts.
             for index in 0..<(nodes.count - 1) { try nodes[index].depend(on: nodes[index + 1]) }
@@ -169,7 +171,7 @@ import Testing
             try nodes[index + 1].depend(on: nodes[index])
         }
         var random = SeededRandom(seed: 9)
-        for _ in 0..<2_000 {
+        for _ in 0..<StressScale.pick(short: 2_000, long: 10_000, sanitized: 200) {
             let a = Int.random(in: 0..<nodes.count, using: &random)
             let b = Int.random(in: 0..<nodes.count, using: &random)
             guard a != b else { continue }
@@ -200,7 +202,7 @@ import Testing
 
     /// Two threads each adding one half of a two-node cycle, many times: exactly one half is added.
     @Test func concurrentHalvesOfACycle_exactlyOneIsAdded() async {
-        for _ in 0..<200 {
+        for _ in 0..<StressScale.pick(short: 200, long: 2_000, sanitized: 50) {
             let nodes = commands(2)
             async let first: Bool = Task.detached { (try? nodes[0].depend(on: nodes[1])) != nil }.value
             async let second: Bool = Task.detached { (try? nodes[1].depend(on: nodes[0])) != nil }.value
