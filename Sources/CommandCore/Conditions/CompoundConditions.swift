@@ -34,11 +34,9 @@ public struct AndCondition: CommandCondition {
     public init(_ conditions: [any CommandCondition]) { self.conditions = conditions }
 
     public var name: String { "And<\(conditions.map(\.name).joined(separator: ", "))>" }
-    public var mutuallyExclusiveCategories: Set<String> {
-        conditions.reduce(into: []) { $0.formUnion($1.mutuallyExclusiveCategories) }
-    }
+    public var mutuallyExclusiveCategories: Set<String> { ConditionDependencyBatch.categories(of: conditions) }
     public func dependency(for command: Operation) -> Operation? {
-        ConditionDependencyBatch.make(conditions.compactMap { $0.dependency(for: command) }, name: name)
+        ConditionDependencyBatch.dependency(of: conditions, for: command, name: name)
     }
     public func evaluate(for command: Operation) async throws -> Bool {
         for condition in conditions {
@@ -69,11 +67,9 @@ public struct OrCondition: CommandCondition {
     public init(_ conditions: [any CommandCondition]) { self.conditions = conditions }
 
     public var name: String { "Or<\(conditions.map(\.name).joined(separator: ", "))>" }
-    public var mutuallyExclusiveCategories: Set<String> {
-        conditions.reduce(into: []) { $0.formUnion($1.mutuallyExclusiveCategories) }
-    }
+    public var mutuallyExclusiveCategories: Set<String> { ConditionDependencyBatch.categories(of: conditions) }
     public func dependency(for command: Operation) -> Operation? {
-        ConditionDependencyBatch.make(conditions.compactMap { $0.dependency(for: command) }, name: name)
+        ConditionDependencyBatch.dependency(of: conditions, for: command, name: name)
     }
     public func evaluate(for command: Operation) async throws -> Bool {
         var errors: [(any Error)?] = []
@@ -93,6 +89,16 @@ public struct OrCondition: CommandCondition {
 /// condition's dependency, and completes when every one ended (whatever its outcome). Cancelling it
 /// cancels those still running.
 enum ConditionDependencyBatch {
+    /// The union of `conditions`' categories.
+    static func categories(of conditions: [any CommandCondition]) -> Set<String> {
+        conditions.reduce(into: []) { $0.formUnion($1.mutuallyExclusiveCategories) }
+    }
+
+    /// Every part's dependency for `command`, as one operation (nil if none has one).
+    static func dependency(of conditions: [any CommandCondition], for command: Operation, name: String) -> Operation? {
+        make(conditions.compactMap { $0.dependency(for: command) }, name: name)
+    }
+
     static func make(_ dependencies: [Operation], name: String) -> Operation? {
         if dependencies.count <= 1 { return dependencies.first }
         let batch = Command<Void> { result in

@@ -52,14 +52,9 @@ enum EdgeOrder {
     /// the order, or returns the cycle it would close: names from `dependent` back to `dependent`.
     /// Call with ``lock`` held. The labels may change even when a cycle is returned (they stay a
     /// valid order of the edges that exist).
-    static func admit(dependent x: any DependencyNode, dependency y: any DependencyNode) -> [String]? {
-        var word = x.orderWord
-        defer { x.orderWord = word }
-        return admit(dependent: x, word: &word, name: x.displayName, dependency: y)
-    }
-
-    /// The same, with the dependent's word given (a generic command reads and writes its own field
-    /// without making itself an existential: no conformance look-up on the common path).
+    ///
+    /// The dependent's word is passed in and written back (a generic command reads and writes its own
+    /// field without making itself an existential: no conformance look-up on the common path).
     @inline(__always)
     static func admit(
         dependent x: AnyObject, word: inout Int64, name: @autoclosure () -> String, dependency y: any DependencyNode
