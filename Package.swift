@@ -11,7 +11,9 @@ let package = Package(
         .library(name: "CommandGraph", targets: ["CommandGraph"]),
     ],
     targets: [
-        .target(name: "CommandCore"),
+        // Internal to the package (C11 atomics; `CommandCore` imports it with `internal import`).
+        .target(name: "CommandAtomics"),
+        .target(name: "CommandCore", dependencies: ["CommandAtomics"]),
         .target(name: "CommandGraph", dependencies: ["CommandCore"]),
         .executableTarget(
             name: "Quickstart",

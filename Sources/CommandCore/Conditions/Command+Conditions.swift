@@ -81,13 +81,20 @@ extension Command {
     /// A queue of yours holds the command and its dependencies finished: open its gate (the engine's
     /// path opens it in `ready()`).
     func openGateForQueue() {
-        let evaluate = machine.withLock { machine -> Bool in
+        let (evaluate, injects) = machine.withLock { machine -> (Bool, Bool) in
             guard machine.outcome == nil, machine.face.dependenciesFinished, !machine.face.gateOpen,
                 machine.gate != nil
-            else { return false }
-            return machine.gate!.arrive(engine: false) == .evaluate
+            else { return (false, false) }
+            return (machine.gate!.arrive(engine: false) == .evaluate, !machine.gate!.injections.isEmpty)
         }
-        if evaluate { evaluateGate() }
+        guard evaluate else { return }
+        // Called while a queue of yours reads `isReady`: the injections' closures (your code) run on a
+        // Dispatch thread, not inside the queue's read.
+        if injects {
+            DispatchQueue.global().async { [self] in evaluateGate() }
+        } else {
+            evaluateGate()
+        }
     }
 
     static func emptyCategoryMessage(_ command: String, _ condition: String) -> String {
@@ -96,9 +103,15 @@ extension Command {
             + "run (it ends cancelled when its conditions are checked): give the category a name."
     }
 
-    /// Evaluates the conditions, all at once (the gate is `.evaluating`).
+    /// Applies the injections, then evaluates the conditions, all at once (the gate is `.evaluating`).
     func evaluateGate() {
-        let all = machine.withLock { $0.gate?.conditions ?? [] }
+        let (all, injections) = machine.withLock { machine -> ([any CommandCondition], [Injection]) in
+            guard machine.outcome == nil, machine.gate != nil else { return ([], []) }
+            return (machine.gate!.conditions, machine.gate!.takeInjections())
+        }
+        if !injections.isEmpty, let termination = applyInjections(injections) {
+            return endAtGate(termination)
+        }
         if let bad = all.first(where: { $0.mutuallyExclusiveCategories.contains("") }) {
             let error = CommandError(
                 code: .invalidArgument, command: displayName, message: Self.emptyCategoryMessage(displayName, bad.name))
@@ -138,13 +151,19 @@ extension Command {
             }
             if stale { Exclusivity.leave(ticket) }
         case .failed(let condition, let error):
-            let ending = machine.withLock { machine -> Ending? in
-                guard machine.gate?.failed() == true else { return nil }
-                let name = machine.name ?? String(describing: type(of: self))
-                return machine.terminate(.cancelled(.conditionFailed(name, condition: condition, error: error)))
-            }
-            if let ending { perform(ending) }
+            endAtGate(.cancelled(.conditionFailed(displayName, condition: condition, error: error)))
+        case .ignored:
+            endAtGate(.completed)
         }
+    }
+
+    /// Ends the command at its gate, without running (the gate was evaluating).
+    private func endAtGate(_ termination: Termination) {
+        let ending = machine.withLock { machine -> Ending? in
+            guard machine.gate?.failed() == true else { return nil }
+            return machine.terminate(termination)
+        }
+        if let ending { perform(ending) }
     }
 
     private func categoriesGranted(_ ticket: UInt64) {

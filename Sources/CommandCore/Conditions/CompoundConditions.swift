@@ -22,7 +22,8 @@ public struct CompoundConditionFailure: Error, Sendable, CustomStringConvertible
 
 /// True when every part is true: "signed in and online". The parts evaluate in order, and the first
 /// false or throwing part decides (the rest are not evaluated); the command's `conditionFailed` error
-/// then has a ``CompoundConditionFailure`` naming that part as its `underlying` error.
+/// then has a ``CompoundConditionFailure`` naming that part as its `underlying` error. A part that is
+/// an ``IgnoredCondition`` and is false makes the command complete without running, as it would alone.
 ///
 /// Its categories are the union of its parts'; its dependency runs every part's dependency (all at
 /// once, each as the gate runs one: a command is executed, a plain operation added to an engine
@@ -44,8 +45,10 @@ public struct AndCondition: CommandCondition {
                 if try await !condition.evaluate(for: command) {
                     throw CompoundConditionFailure(condition: name, failedParts: [condition.name], errors: [nil])
                 }
-            } catch let failure as CompoundConditionFailure {
-                throw failure
+            } catch let passedOn as CompoundConditionFailure {
+                throw passedOn
+            } catch let ignored as ConditionIgnored {
+                throw ignored
             } catch {
                 throw CompoundConditionFailure(condition: name, failedParts: [condition.name], errors: [error])
             }
@@ -57,7 +60,9 @@ public struct AndCondition: CommandCondition {
 /// True when any part is true: "cached or online". The parts evaluate in order until one is true (a
 /// throwing part counts as false, and the next is tried); none true: the command's
 /// `conditionFailed` error has a ``CompoundConditionFailure`` listing every part as its `underlying`
-/// error. No part: false.
+/// error. No part: false. A false ``IgnoredCondition`` part counts as false here (the next part is
+/// tried); the command completes without running only if every part is false and one of them was
+/// ignored.
 ///
 /// Its categories and its dependency are the union of its parts', as for ``AndCondition``.
 public struct OrCondition: CommandCondition {
@@ -81,8 +86,41 @@ public struct OrCondition: CommandCondition {
                 errors.append(error)
             }
         }
+        if let ignored = errors.lazy.compactMap({ $0 as? ConditionIgnored }).first { throw ignored }
         throw CompoundConditionFailure(condition: name, failedParts: conditions.map(\.name), errors: errors)
     }
+}
+
+/// A condition whose failure is not an error: when `condition` is false or throws, the command
+/// **completes** without running and without a value, and its dependents run (as after any completed
+/// dependency). "Refresh the cache only if it is stale": a fresh cache is not a failure.
+///
+/// Its dependency and categories are the inner condition's; its name is `Ignored<inner>`. The first
+/// false condition of a command decides: an ignored one that is false first completes the command,
+/// another condition false first cancels it (`conditionFailed`).
+public struct IgnoredCondition<Inner: CommandCondition>: CommandCondition {
+    public let condition: Inner
+
+    public init(_ condition: Inner) { self.condition = condition }
+
+    public var name: String { "Ignored<\(condition.name)>" }
+    public var mutuallyExclusiveCategories: Set<String> { condition.mutuallyExclusiveCategories }
+    public func dependency(for command: Operation) -> Operation? { condition.dependency(for: command) }
+    public func evaluate(for command: Operation) async throws -> Bool {
+        // `try?`: a throw is ignored too (ProcedureKit's rule).
+        if (try? await condition.evaluate(for: command)) == true { return true }
+        throw ConditionIgnored(condition: name)
+    }
+}
+
+/// Thrown by ``IgnoredCondition``'s `evaluate` (or passed on by ``AndCondition`` and ``OrCondition``):
+/// the gate completes the command without running it. Throw it from a condition of your own for the
+/// same effect.
+public struct ConditionIgnored: Error, Sendable {
+    /// The condition that was false (`Ignored<cache is stale>`).
+    public let condition: String
+
+    public init(condition: String) { self.condition = condition }
 }
 
 /// Several conditions' dependencies as one: a command that runs each of them as the gate runs a

@@ -34,6 +34,8 @@ struct Gate: Sendable {
     }
 
     var conditions: [any CommandCondition] = []
+    /// The `inject(from:_:)` calls, applied (and dropped) when the evaluation begins.
+    var injections: [Injection] = []
     private(set) var phase = Phase.closed
     /// The engine made the command ready while the gate was not open: continue its hand-over when it
     /// opens.
@@ -94,6 +96,13 @@ struct Gate: Sendable {
         return engineWaiting
     }
 
+    /// The injections to apply now (the evaluation began), handed over once.
+    mutating func takeInjections() -> [Injection] {
+        guard phase == .evaluating, !injections.isEmpty else { return [] }
+        defer { injections = [] }
+        return injections
+    }
+
     /// A condition failed: false if the gate was not evaluating.
     mutating func failed() -> Bool {
         guard phase == .evaluating else { return false }
@@ -104,7 +113,8 @@ struct Gate: Sendable {
 
     /// The command ended (any way): what to undo, once the lock is released.
     mutating func end() -> GateCleanup {
-        let cleanup = GateCleanup(evaluation: evaluation, ticket: ticket)
+        let cleanup = GateCleanup(evaluation: evaluation, ticket: ticket, injections: injections)
+        injections = []
         evaluation = nil
         ticket = nil
         if phase != .open { phase = .failed }
@@ -113,12 +123,14 @@ struct Gate: Sendable {
 }
 
 /// What a command's ending undoes of its gate: an evaluation to cancel, categories to release (or a
-/// place in line to leave).
+/// place in line to leave), injections never applied (dropped with it, outside the command's lock:
+/// they hold their dependencies).
 struct GateCleanup: Sendable {
     let evaluation: GateEvaluation?
     let ticket: UInt64?
+    let injections: [Injection]
 
-    var isEmpty: Bool { evaluation == nil && ticket == nil }
+    var isEmpty: Bool { evaluation == nil && ticket == nil && injections.isEmpty }
 
     func perform() {
         evaluation?.cancel()
@@ -134,6 +146,8 @@ final class GateEvaluation: Sendable {
     enum Verdict: Sendable {
         case passed
         case failed(condition: String, error: (any Error)?)
+        /// An ``IgnoredCondition`` was false: the command completes without running.
+        case ignored(condition: String)
     }
 
     private struct State {
@@ -178,6 +192,8 @@ final class GateEvaluation: Sendable {
                 verdict =
                     try await condition.evaluate(for: command)
                     ? .passed : .failed(condition: condition.name, error: nil)
+            } catch let ignored as ConditionIgnored {
+                verdict = .ignored(condition: ignored.condition)
             } catch {
                 verdict = .failed(condition: condition.name, error: error)
             }
@@ -200,7 +216,7 @@ final class GateEvaluation: Sendable {
                 guard state.remaining == 0 else { return nil }
                 state.done = true
                 return (verdict, [], [])
-            case .failed:
+            case .failed, .ignored:
                 state.done = true
                 defer {
                     state.tasks = []

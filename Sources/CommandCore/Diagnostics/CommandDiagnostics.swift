@@ -85,5 +85,6 @@ public enum CommandDiagnostics {
             FileHandle.standardError.write(Data((diagnostic.description + "\n").utf8))
         }
         for observer in observers { observer(diagnostic) }
+        CommandLogging.log(.warning, command: diagnostic.command, diagnostic.message)
     }
 }

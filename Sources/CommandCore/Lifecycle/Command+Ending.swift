@@ -29,6 +29,7 @@ extension Command {
 
     /// An ending's effects on this command; returns what its dependents must be told.
     func performLocally(_ ending: Ending) -> Propagation? {
+        if CommandLogging.isOn { CommandLogging.ended(displayName, ending.outcome) }
         // Before `isFinished` and before any dependent is told: nothing can start because of it yet.
         if !ending.observers.isEmpty {
             let state = ending.outcome.state

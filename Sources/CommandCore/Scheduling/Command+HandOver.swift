@@ -36,6 +36,7 @@ extension Command {
         if !cancelled && !observers.isEmpty {
             for observer in observers { observer.willExecute(self) }
         }
+        if !cancelled && CommandLogging.enabled(.debug) { CommandLogging.started(displayName) }
         let returned = cancelled ? nil : run(CommandResult(self, body: body))
         if !cancelled && !observers.isEmpty {
             for observer in observers { observer.didExecute(self) }
