@@ -533,4 +533,74 @@ extension CommandState {
         #expect(await executed(second).isCompleted)
         #expect(log.all == ["sign in", "first", "sign in", "second"])
     }
+
+    // MARK: - IgnoredCondition (ProcedureKit's IgnoredConditionTests)
+
+    /// False or throwing: the command completes without running and without a value, and its
+    /// dependents run; true: it runs.
+    @Test func ignored_false_orThrowing_completesWithoutRunning_andDependentsRun() async {
+        for inner in [Fixed(answer: false), BlockCondition(name: "throws") { throw TestError() }] as [any CommandCondition] {
+            let log = Log()
+            let skipped = logging("skipped", log)
+            skipped.add(condition: IgnoredCondition(AnyCondition(inner)))
+            let dependent = logging("dependent", log)
+            dependent.addDependency(skipped)
+            #expect(await executed(dependent).isCompleted)
+            #expect(skipped.state.isCompleted)
+            #expect(log.all == ["dependent"], "the ignored command did not run, its dependent did")
+            let values = Locked<[Int]>([])
+            skipped.observe(on: .immediate) { event in if let value = event.value { values.withLock { $0.append(value) } } }
+            #expect(values.withLock { $0 }.isEmpty, "no value")
+        }
+        let ran = logging("ran", Log())
+        ran.add(condition: IgnoredCondition(Fixed(answer: true)))
+        #expect(await executed(ran).isCompleted)
+        #expect(IgnoredCondition(Fixed(answer: true)).name == "Ignored<TrueCondition>")
+    }
+
+    /// Its dependency and categories are the inner condition's; a failing condition beside it still
+    /// cancels when it is the first to answer false.
+    @Test func ignored_keepsTheInnerDependencyAndCategories() async {
+        let log = Log()
+        let dependency = logging("inner dependency", log)
+        let category = "ignored-\(UUID().uuidString)"
+        let inner = AndCondition(
+            WithDependency(dependency: dependency) { false }, MutuallyExclusive(category: category))
+        let condition = IgnoredCondition(inner)
+        #expect(condition.mutuallyExclusiveCategories == [category])
+        let command = logging("work", log)
+        command.add(condition: condition)
+        #expect(await executed(command).isCompleted)
+        #expect(log.all == ["inner dependency"])
+    }
+
+    /// Inside an `AndCondition`, a false ignored part completes the command; an `OrCondition` tries
+    /// the next part, and completes the command only if every part was false.
+    @Test func ignored_insideCompounds() async {
+        let andLog = Log()
+        let and = logging("and", andLog)
+        and.add(condition: AndCondition(Fixed(answer: true), IgnoredCondition(Fixed(answer: false))))
+        #expect(await executed(and).isCompleted && andLog.all.isEmpty)
+
+        let orLog = Log()
+        let or = logging("or", orLog)
+        or.add(condition: OrCondition(IgnoredCondition(Fixed(answer: false)), Fixed(answer: true)))
+        #expect(await executed(or).isCompleted)
+        #expect(orLog.all == ["or"], "the true part let it run")
+
+        let noneLog = Log()
+        let none = logging("none", noneLog)
+        none.add(condition: OrCondition(Fixed(answer: false), IgnoredCondition(Fixed(answer: false))))
+        #expect(await executed(none).isCompleted && noneLog.all.isEmpty)
+    }
+}
+
+/// Erases a condition (for a list of mixed conditions).
+private struct AnyCondition: CommandCondition {
+    let base: any CommandCondition
+    init(_ base: any CommandCondition) { self.base = base }
+    var name: String { base.name }
+    var mutuallyExclusiveCategories: Set<String> { base.mutuallyExclusiveCategories }
+    func dependency(for command: Operation) -> Operation? { base.dependency(for: command) }
+    func evaluate(for command: Operation) async throws -> Bool { try await base.evaluate(for: command) }
 }
