@@ -10,7 +10,9 @@
 //   not with the group, so nothing deadlocks;
 // - a command whose condition is false ends cancelled without running, and says why;
 // - a retry that sees the error: the first fetch is refused (an expired token), the decision runs a
-//   "refresh token" command, then the next attempt succeeds.
+//   "refresh token" command, then the next attempt succeeds;
+// - fetch -> parse in a graph built up front: the parse command exists before the fetch ran, and
+//   `inject(from:)` hands it the fetched data before it runs.
 // Prints each step with its time and the outcome, then the stall-free picture of the group as Mermaid.
 import CommandGraph
 import Dispatch
@@ -115,5 +117,36 @@ let mail = try await fetchMail.value
 say("retry: \(mail)")
 guard mail == "3 new messages", token.withLock({ $0 }) == "fresh" else {
     say("unexpected retry")
+    exit(1)
+}
+
+/// Parses what was injected into it (built before the fetch ran).
+final class ParseMail: Command<Int>, @unchecked Sendable {
+    // Written by the injection before `run`, read in `run` (the gate orders the two).
+    var raw: String?
+    override func run(_ result: CommandResult<Int>) -> (any Cancelable)? {
+        let count = raw?.split(separator: " ").first.flatMap { Int($0) }
+        say("\(ms())  parse  \(raw ?? "nothing") -> \(count.map(String.init) ?? "?")")
+        if let count { result.succeed(count) } else { result.fail(CocoaError(.coderReadCorrupt)) }
+        return nil
+    }
+}
+let parse = ParseMail()
+parse.name = "parse mail"
+let fetchAgain = Command<String> { result in
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(10)) { result.succeed("3 new messages") }
+    return nil
+}
+fetchAgain.name = "fetch mail again"
+parse.inject(from: fetchAgain) { parse, raw in parse.raw = raw }
+let pipeline = Graph()
+try pipeline.add(fetchAgain)
+try pipeline.add(parse)
+try pipeline.run(on: .immediate)
+let parsed = await pipeline.finished
+let count = try await parse.value
+say("injection: \(count) new messages")
+guard parsed.succeeded, count == 3 else {
+    say("unexpected injection")
     exit(1)
 }

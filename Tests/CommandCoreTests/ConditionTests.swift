@@ -539,7 +539,9 @@ extension CommandState {
     /// False or throwing: the command completes without running and without a value, and its
     /// dependents run; true: it runs.
     @Test func ignored_false_orThrowing_completesWithoutRunning_andDependentsRun() async {
-        for inner in [Fixed(answer: false), BlockCondition(name: "throws") { throw TestError() }] as [any CommandCondition] {
+        for inner in [Fixed(answer: false), BlockCondition(name: "throws") { throw TestError() }]
+            as [any CommandCondition]
+        {
             let log = Log()
             let skipped = logging("skipped", log)
             skipped.add(condition: IgnoredCondition(AnyCondition(inner)))
@@ -549,7 +551,9 @@ extension CommandState {
             #expect(skipped.state.isCompleted)
             #expect(log.all == ["dependent"], "the ignored command did not run, its dependent did")
             let values = Locked<[Int]>([])
-            skipped.observe(on: .immediate) { event in if let value = event.value { values.withLock { $0.append(value) } } }
+            skipped.observe(on: .immediate) { event in
+                if let value = event.value { values.withLock { $0.append(value) } }
+            }
             #expect(values.withLock { $0 }.isEmpty, "no value")
         }
         let ran = logging("ran", Log())
