@@ -9,12 +9,17 @@ let package = Package(
     products: [
         .library(name: "CommandCore", targets: ["CommandCore"]),
         .library(name: "CommandGraph", targets: ["CommandGraph"]),
+        .library(name: "CommandNetwork", targets: ["CommandNetwork"]),
+        // A small HTTP/1.1 server on 127.0.0.1, for testing your network commands (and ours).
+        .library(name: "CommandNetworkTesting", targets: ["CommandNetworkTesting"]),
     ],
     targets: [
         // Internal to the package (C11 atomics; `CommandCore` imports it with `internal import`).
         .target(name: "CommandAtomics"),
         .target(name: "CommandCore", dependencies: ["CommandAtomics"]),
         .target(name: "CommandGraph", dependencies: ["CommandCore"]),
+        .target(name: "CommandNetwork", dependencies: ["CommandCore", "CommandGraph"]),
+        .target(name: "CommandNetworkTesting"),
         .executableTarget(
             name: "Quickstart",
             dependencies: ["CommandCore"],
@@ -98,6 +103,10 @@ let package = Package(
             path: "Tests/CommandTestSupport"
         ),
         .testTarget(name: "CommandGraphTests", dependencies: ["CommandGraph", "CommandTestSupport"]),
+        .testTarget(
+            name: "CommandNetworkTests",
+            dependencies: ["CommandNetwork", "CommandNetworkTesting", "CommandTestSupport"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

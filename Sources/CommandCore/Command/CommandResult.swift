@@ -47,8 +47,14 @@ public struct CommandResult<Output: Sendable>: Sendable {
     /// `completed` is clamped to `0...total`. A `total` of 0 or less (an empty batch, "0 of 0 files",
     /// or a count not known yet) is indeterminate, as Apple's `Progress` reads 0 of 0: the progress
     /// keeps its last report (at first, 0 of 1) until a report with a total, or the command's end.
+    ///
+    /// The command's lifecycle observers get ``CommandObserver/didReportProgress(_:completed:of:)``
+    /// after the progress was updated, on this thread.
     public func reportProgress(completed: Int64, of total: Int64) {
-        ProgressGuard.report(run.command.progress, completed: completed, of: total)
+        let command = run.command
+        ProgressGuard.report(command.progress, completed: completed, of: total)
+        let observers = command.machine.withLock { $0.lifecycleObservers }
+        for observer in observers { observer.didReportProgress(command, completed: completed, of: total) }
     }
 
     /// True once the command was cancelled; long work should check it and stop early.

@@ -15,6 +15,10 @@ import Foundation
 /// only `willFinish` and `didFinish`. An observer added after the command ended gets `didFinish` at
 /// once, on the adding thread; added while it runs, it gets the steps still to come.
 ///
+/// ``didReportProgress(_:completed:of:)`` is called each time the command's run reports progress
+/// (`CommandResult.reportProgress`), on the reporting thread, between `willExecute` and `willFinish`:
+/// the way to follow progress where `Progress` has no key-value observing (Linux).
+///
 /// No lock of the command is held during a callback: an observer may read the command, cancel it, or
 /// add observers. A callback that blocks delays the command's next step (and, in `willFinish`, its
 /// dependents).
@@ -27,6 +31,8 @@ public protocol CommandObserver: Sendable {
     func willFinish(_ command: Operation, state: CommandState)
     /// The command ended and its terminal event was queued for its observers.
     func didFinish(_ command: Operation, state: CommandState)
+    /// The run reported `completed` units of `total` (a `total` of 0 or less: not known yet).
+    func didReportProgress(_ command: Operation, completed: Int64, of total: Int64)
 }
 
 extension CommandObserver {
@@ -34,6 +40,7 @@ extension CommandObserver {
     public func didExecute(_ command: Operation) {}
     public func willFinish(_ command: Operation, state: CommandState) {}
     public func didFinish(_ command: Operation, state: CommandState) {}
+    public func didReportProgress(_ command: Operation, completed: Int64, of total: Int64) {}
 }
 
 /// An observer made of closures, each optional: `BlockObserver(willExecute: { _ in }, didFinish: {
@@ -43,22 +50,28 @@ public struct BlockObserver: CommandObserver {
     private let onDidExecute: (@Sendable (Operation) -> Void)?
     private let onWillFinish: (@Sendable (Operation, CommandState) -> Void)?
     private let onDidFinish: (@Sendable (Operation, CommandState) -> Void)?
+    private let onDidReportProgress: (@Sendable (Operation, Int64, Int64) -> Void)?
 
     public init(
         willExecute: (@Sendable (Operation) -> Void)? = nil, didExecute: (@Sendable (Operation) -> Void)? = nil,
         willFinish: (@Sendable (Operation, CommandState) -> Void)? = nil,
-        didFinish: (@Sendable (Operation, CommandState) -> Void)? = nil
+        didFinish: (@Sendable (Operation, CommandState) -> Void)? = nil,
+        didReportProgress: (@Sendable (Operation, _ completed: Int64, _ total: Int64) -> Void)? = nil
     ) {
         onWillExecute = willExecute
         onDidExecute = didExecute
         onWillFinish = willFinish
         onDidFinish = didFinish
+        onDidReportProgress = didReportProgress
     }
 
     public func willExecute(_ command: Operation) { onWillExecute?(command) }
     public func didExecute(_ command: Operation) { onDidExecute?(command) }
     public func willFinish(_ command: Operation, state: CommandState) { onWillFinish?(command, state) }
     public func didFinish(_ command: Operation, state: CommandState) { onDidFinish?(command, state) }
+    public func didReportProgress(_ command: Operation, completed: Int64, of total: Int64) {
+        onDidReportProgress?(command, completed, total)
+    }
 }
 
 /// Cancels the command it observes if it has not ended `interval` after its run began (from

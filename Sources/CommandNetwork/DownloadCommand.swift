@@ -1,0 +1,122 @@
+import CommandCore
+
+/// Downloads a URL into a file: sends the file's URL (`destination`) and completes.
+///
+/// ```swift
+/// let file = DownloadCommand(url: url, to: destination)   // Command<URL>
+/// ```
+///
+/// **Outcome.** A status in `200..<300`: the body is written, as it arrives, to a temporary file
+/// beside nothing of yours, then moved to `destination` (replacing a file there) when the response is
+/// whole; the value is `destination`. Another status: fails with ``HTTPError`` (its `body` is the
+/// server's explanation; `destination` is not touched). A transport failure: its `URLError`; the
+/// temporary file is removed.
+///
+/// **Progress.** ``Command/progress`` follows the bytes received out of the `Content-Length`
+/// (indeterminate without one), so a `Graph` or `GroupCommand` of downloads adds them up.
+///
+/// **Cancel.** As ``RequestCommand``: the task is cancelled, the command ends cancelled at once, the
+/// temporary file is removed and `destination` is not touched.
+open class DownloadCommand: Command<URL>, @unchecked Sendable {
+    // `@unchecked Sendable`: its own stored properties are immutable; the rest is `Command`'s.
+
+    /// The request sent.
+    public let request: URLRequest
+    /// Where the file goes.
+    public let destination: URL
+
+    /// Downloads `url` into `destination`.
+    public convenience init(url: URL, to destination: URL) {
+        self.init(request: URLRequest(url: url), to: destination)
+    }
+
+    /// Downloads what `request` returns into `destination`.
+    public init(request: URLRequest, to destination: URL) {
+        self.request = request
+        self.destination = destination
+        super.init()
+        name = "download " + RequestCommand.describe(request)
+    }
+
+    open override func run(_ result: CommandResult<URL>) -> (any Cancelable)? {
+        let command = displayName
+        let destination = destination
+        let temporary = FileManager.default.temporaryDirectory
+            .appendingPathComponent("AwesomeCommand-\(UUID().uuidString).download")
+        let transfer = Transfer(
+            direction: .receiving, toFile: temporary, report: { result.reportProgress(completed: $0, of: $1) },
+            finish: { ending in
+                switch ending {
+                case .file(let response, let file):
+                    guard (200..<300).contains(response.statusCode) else {
+                        try? FileManager.default.removeItem(at: file)
+                        return result.fail(HTTPError(response, body: Data(), command: command))
+                    }
+                    do {
+                        if FileManager.default.fileExists(atPath: destination.path) {
+                            try FileManager.default.removeItem(at: destination)
+                        }
+                        try FileManager.default.moveItem(at: file, to: destination)
+                        result.succeed(destination)
+                    } catch {
+                        try? FileManager.default.removeItem(at: file)
+                        result.fail(error)
+                    }
+                case .response(let response, let body):
+                    // An error status (its body kept in memory), or an empty success.
+                    if (200..<300).contains(response.statusCode) {
+                        do {
+                            try body.write(to: destination, options: .atomic)
+                            result.succeed(destination)
+                        } catch {
+                            result.fail(error)
+                        }
+                    } else {
+                        result.fail(HTTPError(response, body: body, command: command))
+                    }
+                case .failed(let error):
+                    result.fail(error)
+                }
+            })
+        let task = SessionRouter.session.dataTask(with: request)
+        SessionRouter.shared.start(task, transfer)
+        return BlockCancelable { task.cancel() }
+    }
+}
+
+/// Uploads a body: sends the server's ``HTTPResponse`` and completes.
+///
+/// ```swift
+/// let sent = UploadCommand(request: urlRequest, body: data)   // Command<HTTPResponse>
+/// ```
+///
+/// The request's method is used, POST when it says GET (a `URLRequest`'s default). **Outcome** as
+/// ``RequestCommand`` (the response to the upload). **Progress:** ``Command/progress`` follows the
+/// bytes sent out of the body's size. **Cancel:** as ``RequestCommand``.
+open class UploadCommand: Command<HTTPResponse>, @unchecked Sendable {
+    // `@unchecked Sendable`: its own stored properties are immutable; the rest is `Command`'s.
+
+    /// The request sent (its method POST if it said GET).
+    public let request: URLRequest
+    /// The body uploaded.
+    public let body: Data
+
+    public init(request: URLRequest, body: Data) {
+        var request = request
+        if (request.httpMethod ?? "GET") == "GET" { request.httpMethod = "POST" }
+        self.request = request
+        self.body = body
+        super.init()
+        name = "upload " + RequestCommand.describe(request)
+    }
+
+    open override func run(_ result: CommandResult<HTTPResponse>) -> (any Cancelable)? {
+        let command = displayName
+        let transfer = Transfer(
+            direction: .sending, report: { result.reportProgress(completed: $0, of: $1) },
+            finish: { ResponseDelivery.respond($0, to: result, command: command) })
+        let task = SessionRouter.session.uploadTask(with: request, from: body)
+        SessionRouter.shared.start(task, transfer)
+        return BlockCancelable { task.cancel() }
+    }
+}
