@@ -3,8 +3,9 @@
 # platforms, or on the Swift versions the README names, is checked as text. Fails on:
 # - `weak let` (Swift 6.2.3+), `import Synchronization` (macOS 15 / iOS 18), `Progress(totalUnitCount`
 #   (joins the thread's current progress on Apple platforms), in Sources and Tests;
-# - `getCFRunLoop`, `/proc/`, `Glibc`, `Musl`, `#if os(`, `canImport(` outside the platform layer
-#   (Sources/CommandCore/Platform) in Sources and Tests;
+# - `getCFRunLoop`, `/proc/`, `Glibc`, `Musl`, `#if os(`, `canImport(` outside the platform layers
+#   (each module's `Platform/` folder: Sources/<Module>/Platform; a module cannot see another's
+#   imports) in Sources and Tests;
 # - a manifest (this one and Benchmarks/) without `platforms:`, or whose swift-tools-version is not the
 #   lowest Swift version the README names ("Swift X.Y or later").
 # The KVO pairing has its own check (scripts/check-kvo.sh). `--stack` also runs the whole test suite
@@ -21,9 +22,9 @@ anywhere() {  # pattern, message
 }
 outside_platform() {  # pattern, message
     local hits
-    hits=$(grep -rnE "$1" Sources Tests --include='*.swift' | grep -v '^Sources/CommandCore/Platform/' \
+    hits=$(grep -rnE "$1" Sources Tests --include='*.swift' | grep -vE '^Sources/[^/]+/Platform/' \
         | grep -vE '^[^:]+:[0-9]+:\s*//' || true)
-    [ -z "$hits" ] || fail "$2 outside Sources/CommandCore/Platform:"$'\n'"$hits"
+    [ -z "$hits" ] || fail "$2 outside the platform layers (Sources/<Module>/Platform):"$'\n'"$hits"
 }
 
 anywhere '\bweak let\b' '`weak let` needs Swift 6.2.3'

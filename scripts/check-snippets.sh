@@ -26,6 +26,10 @@ for target in sys.argv[2:]:
             print(entry["object"])
 ' "$bin" CommandCore CommandGraph
 )
+# The C module CommandCore imports internally (its atomics): its module map for the compiler, its object
+# for the linker.
+objects+=("$bin/CommandAtomics.build/CommandAtomics.c.o")
+cmodules=(-Xcc "-fmodule-map-file=$bin/CommandAtomics.build/module.modulemap")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -50,7 +54,7 @@ for snippet in "${snippets[@]}"; do
             printf '    DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(100)) { exit(0) }\n'
             printf '}\ndispatchMain()\n'
         } >"$work/main.swift"
-        if ! swiftc -swift-version 6 -warnings-as-errors -I "$bin/Modules" -module-name Snippet \
+        if ! swiftc -swift-version 6 -warnings-as-errors -I "$bin/Modules" "${cmodules[@]}" -module-name Snippet \
             "$work/main.swift" "${objects[@]}" -o "$work/$name" 2>"$work/$name.log"; then
             echo "FAIL $name: does not compile"
             sed 's/^/    /' "$work/$name.log"
@@ -75,7 +79,7 @@ for snippet in "${snippets[@]}"; do
         expected=$(sed -n 's|^// expect-error: ||p' "$snippet")
         [ -n "$expected" ] || { echo "FAIL $name: no expect-error line"; failures=$((failures + 1)); continue; }
         # Compiled to an object, not only type-checked: some diagnostics (a missing return) come later.
-        if swiftc -swift-version 6 -c -I "$bin/Modules" "$snippet" -o "$work/$name.o" >"$work/$name.log" 2>&1; then
+        if swiftc -swift-version 6 -c -I "$bin/Modules" "${cmodules[@]}" "$snippet" -o "$work/$name.o" >"$work/$name.log" 2>&1; then
             echo "FAIL $name: compiles, but must not"
             failures=$((failures + 1))
         elif ! grep -qF -- "$expected" "$work/$name.log"; then

@@ -1,15 +1,6 @@
 import Dispatch
 import Foundation
 
-// The testing module's one platform layer: POSIX sockets from Glibc, Musl or Darwin.
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A small HTTP/1.1 server on 127.0.0.1, on a port the system picks, for tests: it answers each request
 /// with what your handler returns, and nothing reaches beyond the loopback interface.
 ///
@@ -66,7 +57,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         public let call: String
         public let code: Int32
         public var description: String {
-            "LoopbackHTTPServer: \(call) failed (errno \(code): \(String(cString: strerror(code))))"
+            "LoopbackHTTPServer: \(call) failed (errno \(code): \(Sockets.describe(code)))"
         }
     }
 
@@ -87,18 +78,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     /// Starts listening on 127.0.0.1 (a port the system picks) and serving with `handler`.
     public init(_ handler: @escaping @Sendable (Request) -> Reply) throws {
         self.handler = handler
-        let fd = socket(AF_INET, Self.streamType, 0)
-        guard fd >= 0 else { throw StartError(call: "socket", code: errno) }
-        var yes: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback()
-        guard Self.bind(fd, &address) == 0, listen(fd, 128) == 0 else {
-            let code = errno
-            close(fd)
-            throw StartError(call: "bind/listen", code: code)
-        }
-        listener = fd
-        port = Self.port(of: fd)
+        (listener, port) = try Sockets.bindToLoopback(listening: true)
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "LoopbackHTTPServer accept \(port)"
         thread.start()
@@ -108,25 +88,16 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     /// not listening): "a port nobody listens on", without guessing one.
     public final class UnusedPort: Sendable {
         public let port: Int
-        private let socket: Int32
+        private let descriptor: Int32
 
         public init() throws {
-            let fd = Glue.socket(AF_INET, LoopbackHTTPServer.streamType, 0)
-            guard fd >= 0 else { throw StartError(call: "socket", code: errno) }
-            var address = LoopbackHTTPServer.loopback()
-            guard LoopbackHTTPServer.bind(fd, &address) == 0 else {
-                let code = errno
-                close(fd)
-                throw StartError(call: "bind", code: code)
-            }
-            socket = fd
-            port = LoopbackHTTPServer.port(of: fd)
+            (descriptor, port) = try Sockets.bindToLoopback(listening: false)
         }
 
         /// `http://127.0.0.1:<port><path>`.
         public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
-        deinit { close(socket) }
+        deinit { Sockets.close(descriptor) }
     }
 
     /// `http://127.0.0.1:<port><path>`.
@@ -145,8 +116,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             return state.connections
         }
         guard let connections else { return }
-        _ = shutdown(listener, Int32(SHUT_RDWR))
-        for connection in connections { _ = shutdown(connection, Int32(SHUT_RDWR)) }
+        Sockets.shutdown(listener)
+        for connection in connections { Sockets.shutdown(connection) }
     }
 
     private func locked<T>(_ body: (inout State) -> T) -> T {
@@ -157,30 +128,28 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     private func acceptLoop() {
         while true {
-            let connection = accept(listener, nil, nil)
-            if connection < 0 {
-                if errno == EINTR && !locked({ $0.stopped }) { continue }
+            guard let connection = Sockets.accept(listener) else {
+                if Sockets.interrupted && !locked({ $0.stopped }) { continue }
                 break
             }
-            Self.disableSIGPIPE(connection)
             let admitted = locked { state -> Bool in
                 if state.stopped { return false }
                 state.connections.insert(connection)
                 return true
             }
             guard admitted else {
-                close(connection)
+                Sockets.close(connection)
                 break
             }
             let thread = Thread { [self] in
                 serve(connection)
                 _ = locked { $0.connections.remove(connection) }
-                close(connection)
+                Sockets.close(connection)
             }
             thread.name = "LoopbackHTTPServer connection"
             thread.start()
         }
-        close(listener)
+        Sockets.close(listener)
     }
 
     /// Serves requests on `connection` until the client closes it (or sends `Connection: close`).
@@ -192,15 +161,15 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             let reply = handler(request)
             switch reply {
             case .response(let status, let headers, let body):
-                guard write(head(status, headers, length: body.count) + body, to: connection) else { return }
+                guard Sockets.send(head(status, headers, length: body.count) + body, to: connection) else { return }
             case .stall(let status, let declaredLength, let firstBytes):
-                guard write(head(status, [:], length: declaredLength) + firstBytes, to: connection) else { return }
-                // Holds the connection until the client closes it or the server stops (recv returns).
-                var byte: UInt8 = 0
-                _ = recv(connection, &byte, 1, 0)
+                guard Sockets.send(head(status, [:], length: declaredLength) + firstBytes, to: connection) else {
+                    return
+                }
+                Sockets.waitUntilClosed(connection)
                 return
             case .closeMidBody(let status, let declaredLength, let partialBody):
-                _ = write(head(status, [:], length: declaredLength) + partialBody, to: connection)
+                _ = Sockets.send(head(status, [:], length: declaredLength) + partialBody, to: connection)
                 return
             }
             if request.headers["connection"]?.lowercased() == "close" { return }
@@ -219,7 +188,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         let separator = Data("\r\n\r\n".utf8)
         var headEnd = buffer.range(of: separator)
         while headEnd == nil {
-            guard receive(from: connection, into: &buffer) else { return nil }
+            guard Sockets.receive(from: connection, into: &buffer) else { return nil }
             headEnd = buffer.range(of: separator)
         }
         guard let headEnd, let head = String(data: buffer[buffer.startIndex..<headEnd.lowerBound], encoding: .utf8)
@@ -236,101 +205,16 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         let length = Int(headers["content-length"] ?? "") ?? 0
         if headers["expect"]?.lowercased() == "100-continue" {
-            guard write(Data("HTTP/1.1 100 Continue\r\n\r\n".utf8), to: connection) else { return nil }
+            guard Sockets.send(Data("HTTP/1.1 100 Continue\r\n\r\n".utf8), to: connection) else { return nil }
         }
         while buffer.count < length {
-            guard receive(from: connection, into: &buffer) else { return nil }
+            guard Sockets.receive(from: connection, into: &buffer) else { return nil }
         }
         let body = Data(buffer.prefix(length))
         buffer.removeSubrange(buffer.startIndex..<buffer.startIndex + length)
         return Request(
             method: String(parts[0]), path: String(parts[1]), headers: headers, body: body,
             receivedAt: DispatchTime.now().uptimeNanoseconds)
-    }
-
-    private func receive(from connection: Int32, into buffer: inout Data) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return false }
-        buffer.append(contentsOf: chunk[0..<count])
-        return true
-    }
-
-    private func write(_ data: Data, to connection: Int32) -> Bool {
-        data.withUnsafeBytes { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let sent = send(connection, bytes.baseAddress! + offset, bytes.count - offset, Self.sendFlags)
-                if sent <= 0 { return false }
-                offset += sent
-            }
-            return true
-        }
-    }
-
-    /// 127.0.0.1, port 0 (the system picks one when bound).
-    fileprivate static func loopback() -> sockaddr_in {
-        var address = sockaddr_in()
-        #if canImport(Darwin)
-            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-        #endif
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
-
-    fileprivate static func bind(_ fd: Int32, _ address: inout sockaddr_in) -> Int32 {
-        withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glue.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-    }
-
-    fileprivate static func port(of fd: Int32) -> Int {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    #if canImport(Darwin)
-        fileprivate static let streamType = SOCK_STREAM
-        private static let sendFlags: Int32 = 0
-        private static func disableSIGPIPE(_ socket: Int32) {
-            var yes: Int32 = 1
-            _ = setsockopt(socket, SOL_SOCKET, SO_NOSIGPIPE, &yes, socklen_t(MemoryLayout<Int32>.size))
-        }
-    #else
-        fileprivate static let streamType = Int32(SOCK_STREAM.rawValue)
-        private static let sendFlags = Int32(MSG_NOSIGNAL)
-        private static func disableSIGPIPE(_ socket: Int32) {}
-    #endif
-}
-
-/// The C library's functions whose names a member shadows.
-private enum Glue {
-    static func socket(_ domain: Int32, _ type: Int32, _ proto: Int32) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.socket(domain, type, proto)
-        #elseif canImport(Musl)
-            Musl.socket(domain, type, proto)
-        #else
-            Darwin.socket(domain, type, proto)
-        #endif
-    }
-
-    static func bind(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.bind(fd, address, length)
-        #elseif canImport(Musl)
-            Musl.bind(fd, address, length)
-        #else
-            Darwin.bind(fd, address, length)
-        #endif
     }
 }
 

@@ -179,7 +179,7 @@ extension CommandState {
         let reports = Locked<[(Int64, Int64)]>([])
         download.add(
             observer: BlockObserver(didReportProgress: { _, done, total in reports.withLock { $0.append((done, total)) }
-                }))
+            }))
         let file = try await download.value
         #expect(file == destination)
         #expect(try Data(contentsOf: destination) == payload)
@@ -207,7 +207,7 @@ extension CommandState {
         let reports = Locked<[(Int64, Int64)]>([])
         upload.add(
             observer: BlockObserver(didReportProgress: { _, done, total in reports.withLock { $0.append((done, total)) }
-                }))
+            }))
         let response = try await upload.value
         #expect(response.status == 201)
         #expect(server.requests.last?.method == "POST")
