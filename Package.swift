@@ -92,8 +92,13 @@ let package = Package(
             path: "Examples/GroupScale"
         ),
         .executableTarget(
+            name: "Fetch",
+            dependencies: ["CommandGraph", "CommandNetwork", "CommandNetworkTesting"],
+            path: "Examples/Fetch"
+        ),
+        .executableTarget(
             name: "ReadmeSnippet",
-            dependencies: ["CommandCore"],
+            dependencies: ["CommandCore", "CommandNetwork"],
             path: "Examples/ReadmeSnippet"
         ),
         .testTarget(name: "CommandCoreTests", dependencies: ["CommandCore", "CommandTestSupport"]),

@@ -1,5 +1,5 @@
 import CommandCore
-import Foundation
+import CommandNetwork
 
 final class Add: Command<Int>, @unchecked Sendable {  // subclasses of Operation restate @unchecked Sendable
     let a: Int, b: Int
@@ -10,13 +10,13 @@ final class Add: Command<Int>, @unchecked Sendable {  // subclasses of Operation
     }
 }
 
-let slow = Command<String> { result in  // no subclass: a closure
-    DispatchQueue.global().asyncAfter(deadline: .now() + 5) {
-        if !result.isCancelled { result.succeed("done") }
-    }
-    return BlockCancelable { print("stopped") }  // what cancel() calls
+let greeting = Command<String> { result in  // no subclass: a closure
+    result.succeed("hello")
+    return nil  // or a Cancelable: what cancel() calls
 }
+let page = RequestCommand(url: URL(string: "https://www.swift.org")!)  // a request: Command<HTTPResponse>
 
 Add(2, 3).execute { event in print(event) }  // value(5), completed: on the caller's queue
-let token = slow.execute { event in print(event) }  // cancelled(...)
-token.cancel()  // same as slow.cancel()
+greeting.execute { event in print(event) }  // value("hello"), completed
+let token = page.execute { event in print(event) }  // cancelled(...): its URLSessionTask is cancelled
+token.cancel()  // same as page.cancel()

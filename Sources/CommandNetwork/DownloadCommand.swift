@@ -12,7 +12,7 @@ import CommandCore
 /// server's explanation; `destination` is not touched). A transport failure: its `URLError`; the
 /// temporary file is removed.
 ///
-/// **Progress.** ``Command/progress`` follows the bytes received out of the `Content-Length`
+/// **Progress.** `progress` follows the bytes received out of the `Content-Length`
 /// (indeterminate without one), so a `Graph` or `GroupCommand` of downloads adds them up.
 ///
 /// **Cancel.** As ``RequestCommand``: the task is cancelled, the command ends cancelled at once, the
@@ -91,7 +91,7 @@ open class DownloadCommand: Command<URL>, @unchecked Sendable {
 /// ```
 ///
 /// The request's method is used, POST when it says GET (a `URLRequest`'s default). **Outcome** as
-/// ``RequestCommand`` (the response to the upload). **Progress:** ``Command/progress`` follows the
+/// ``RequestCommand`` (the response to the upload). **Progress:** `progress` follows the
 /// bytes sent out of the body's size. **Cancel:** as ``RequestCommand``.
 open class UploadCommand: Command<HTTPResponse>, @unchecked Sendable {
     // `@unchecked Sendable`: its own stored properties are immutable; the rest is `Command`'s.

@@ -22,7 +22,7 @@ import CommandGraph
 /// and the command ends cancelled at once; nothing is delivered after.
 ///
 /// **Progress.** Without a `session` (the default), the library's own session reports the bytes
-/// received as they arrive (``Command/progress``: bytes of the `Content-Length`, indeterminate
+/// received as they arrive (`progress`: bytes of the `Content-Length`, indeterminate
 /// without one). With a session of yours, URLSession's completion handler is used and the progress
 /// completes at the end (Linux's URLSession does not honour a task's own delegate).
 open class RequestCommand: Command<HTTPResponse>, @unchecked Sendable {
