@@ -52,5 +52,15 @@ let package = Package(
             path: "Benchmarks/Locks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
         ),
+        .executableTarget(
+            name: "Network",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "CommandNetwork", package: "AwesomeCommand"),
+                .product(name: "CommandNetworkTesting", package: "AwesomeCommand"),
+            ],
+            path: "Benchmarks/Network",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
     ]
 )
