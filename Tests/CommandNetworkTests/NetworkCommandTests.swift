@@ -217,7 +217,7 @@ extension CommandState {
         #expect(seen.contains { $0.0 > 0 && $0.0 < $0.1 }, "values between 0 and 1: \(seen)")
     }
 
-    @Test func fiftyRequests_inAGraph_zipped_andThroughFlatMap() async throws {
+    @Test func fiftyRequests_inAGraph_aGroup_zipped_combined_andThroughFlatMap() async throws {
         let server = try server { request in .response(status: 200, body: Data(request.path.utf8)) }
         defer { server.stop() }
         let paths = (0..<50).map { "/item/\($0)" }
@@ -232,6 +232,17 @@ extension CommandState {
 
         let zipped = try await Command<HTTPResponse>.zip(paths.map { RequestCommand(url: server.url($0)) }).value
         #expect(zipped.map { String(decoding: $0.body, as: UTF8.self) } == paths)
+
+        let group = GroupCommand(name: "fifty", children: paths.map { RequestCommand(url: server.url($0)) })
+        group.maxConcurrentChildren = 10
+        let grouped = try await group.value
+        #expect(grouped.succeeded && grouped.completed.count == 50)
+
+        let pair = try await combineLatest(
+            RequestCommand(url: server.url("/left")), RequestCommand(url: server.url("/right"))
+        ).value
+        #expect(String(decoding: pair.0.body, as: UTF8.self) == "/left")
+        #expect(String(decoding: pair.1.body, as: UTF8.self) == "/right")
 
         let subject = CommandSubject<String>()
         let bodies = Locked<[String]>([])
