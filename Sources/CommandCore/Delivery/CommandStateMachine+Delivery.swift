@@ -50,32 +50,6 @@ extension CommandStateMachine {
         return (wakeups, claim)
     }
 
-    mutating func retain(inputs more: [Operation]) {
-        inputs += more
-        inputLinks += more.map(WeakOperation.init)
-    }
-
-    var heldOperations: [Operation] { dependencies.array + inputs }
-
-    /// Records a command subscribed at run time. Entries whose command was released are dropped
-    /// whenever the list doubles, so an endless `flatMap` keeps only about twice its live inners.
-    mutating func recordRunTimeInput(_ operation: Operation) {
-        if runTimeLinks.count >= 8 && runTimeLinks.count.nonzeroBitCount == 1 {
-            runTimeLinks.removeAll { $0.operation == nil }
-        }
-        runTimeLinks.append(WeakOperation(operation))
-    }
-
-    /// The inputs, also after they were released (while something else keeps them alive).
-    var inputOperations: [Operation] { inputLinks.compactMap(\.operation) }
-
-    /// Empties the input list (when the command is released).
-    @inline(__always)
-    mutating func takeInputs() -> [Operation] {
-        defer { inputs = [] }
-        return inputs
-    }
-
     /// Detaches a consumer's observer; true when the command should now be cancelled (no consumer
     /// left, not executed directly, not ended).
     @inline(__always)

@@ -342,15 +342,3 @@ private struct WalkFrame {
     let node: any DependencyNode
     var next = 0
 }
-
-/// True for the first caller of `take()` only.
-final class OnceFlag: Sendable {
-    // Guards the flag.
-    private let done = Locked.make(false)
-    func take() -> Bool {
-        done.withLock { done in
-            defer { done = true }
-            return !done
-        }
-    }
-}

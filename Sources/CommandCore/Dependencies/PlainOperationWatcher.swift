@@ -39,3 +39,15 @@ package enum PlainOperationWatcher {
         if operation.isFinished { notify() }
     }
 }
+
+/// True for the first caller of `take()` only.
+final class OnceFlag: Sendable {
+    // Guards the flag.
+    private let done = Locked.make(false)
+    func take() -> Bool {
+        done.withLock { done in
+            defer { done = true }
+            return !done
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 
-// The face Foundation sees: `isReady`, the KVO pairs, `start()`, and readiness for a user's queue.
+// The face Foundation sees: `isReady`, the KVO pairs, and readiness for a user's queue (`start()` is
+// in `Start/`).
 // Every `willChangeValue(forKey:)` / `didChangeValue(forKey:)` of the library is in `publish(_:_:)`.
 
 extension Command {
@@ -137,43 +138,4 @@ extension Command {
         }
         return own && super.isReady
     }
-
-    // MARK: - start()
-
-    /// `start()`: run now, on the calling thread, if nothing claimed the run yet; see ``start()``.
-    func startFromOutside() {
-        let scope = StartScope.current
-        scope.starting.append(ObjectIdentifier(self))
-        defer { scope.starting.removeLast() }
-        begin(external: true)
-    }
-
-    /// Whether this command is being started by a `start()` call further up this thread's stack (so
-    /// a command that turns out ready runs right there, on the queue that called `start()`).
-    var isBeingStartedHere: Bool {
-        StartScope.current.starting.last == ObjectIdentifier(self)
-    }
-
-    /// Runs the command now, inside `start()`: `run` sees the queue that called `start()` as
-    /// `OperationQueue.current`, and that queue is the command's ``executeQueue`` for this run unless
-    /// one was assigned.
-    func runInStart() {
-        let current = OperationQueue.current
-        machine.withLock { machine in
-            machine.queue.handedOver = true
-            if machine.queue.executeQueue == nil, let current {
-                machine.queue.executeQueue = current
-                machine.queue.ownsQueue = false
-                machine.queue.borrowed = true
-            }
-        }
-        begin(external: false)
-    }
-}
-
-/// The commands whose `start()` is running on this thread, innermost last.
-final class StartScope {
-    var starting: [ObjectIdentifier] = []
-    private static let perThread = ThreadLocal { StartScope() }
-    static var current: StartScope { perThread.current }
 }

@@ -1,54 +1,9 @@
 import Dispatch
 import Foundation
 
-// From ready to running: a ready command is handed to its queue (through `Admission`, on a lane, or
-// in place for a combinator node), and `begin` runs it there.
+// Hand-over: a ready command is handed to its queue (through `Admission`, on a lane, or in place for a
+// combinator node); `Start/` runs it there.
 extension Command {
-    func begin(external: Bool) {
-        // The engine's own queue calling `start()` on the command object it was given is the engine's
-        // start, not a caller's.
-        let current = external ? OperationQueue.current : nil
-        let (action, slot) = machine.withLock { machine in
-            let holding = current.map(ObjectIdentifier.init) == machine.queue.holder && current != nil
-            return (machine.start(external: external, startedByHoldingQueue: holding), machine.takeAdmission())
-        }
-        // The slot goes to the next command waiting for one before this one runs.
-        if let slot { Admission.started(slot: slot) }
-        switch action {
-        case .none:
-            return
-        case .postFinished:
-            publishFinished()
-        case .execute:
-            executeGraph()
-        case .run(let body, let wakeups):
-            runNow(body: body, wakeups: wakeups)
-        }
-    }
-
-    private func runNow(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: Wakeups) {
-        publish(.executing) { $0.executing = true }
-        if !wakeups.isEmpty {
-            schedule(wakeups)
-        }
-        // A state observer (or another thread) may have cancelled it already: then `run` is not called.
-        let (cancelled, observers) = machine.withLock { ($0.isCancelled, $0.lifecycleObservers) }
-        if !cancelled && !observers.isEmpty {
-            for observer in observers { observer.willExecute(self) }
-        }
-        if !cancelled && CommandLogging.enabled(.debug) { CommandLogging.started(displayName) }
-        let returned = cancelled ? nil : run(CommandResult(self, body: body))
-        if !cancelled && !observers.isEmpty {
-            for observer in observers { observer.didExecute(self) }
-        }
-        var (action, release) = machine.withLock { $0.runReturned(returned) }
-        switch action {
-        case .keep, .drop: break
-        case .cancel: returned?.cancel()
-        }
-        if !release.isEmpty { DeferredRelease.release(&release) }
-    }
-
     /// Makes the command's own queue, with its quality of service.
     var queueMaker: () -> OperationQueue { queueMaker(lane: false) }
 
