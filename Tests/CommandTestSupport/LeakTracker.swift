@@ -31,7 +31,7 @@ public final class LeakTracker: Sendable {
         var stack = [root]
         var seen = Set<ObjectIdentifier>()
         while let operation = stack.popLast() {
-            guard seen.insert(ObjectIdentifier(operation)).inserted, let command = operation as? any TrackableCommand
+            guard seen.insert(ObjectIdentifier(operation)).inserted, let command = operation as? any CommandFace
             else { continue }
             let id = ObjectIdentifier(command)
             let name = command.displayName

@@ -189,10 +189,3 @@ extension Command {
         if engineWaiting { becameReady(external: external) }
     }
 }
-
-extension Command: ConditionDependency {
-    func runAsConditionDependency(then: @escaping @Sendable () -> Void) {
-        observeState(on: .immediate) { state in if state.isTerminal { then() } }
-        execute(on: .immediate) { _ in }
-    }
-}

@@ -258,16 +258,12 @@ enum ConditionDependencies {
     }()
 
     static func run(_ dependency: Operation, then: @escaping @Sendable () -> Void) {
-        if let command = dependency as? any ConditionDependency {
-            command.runAsConditionDependency(then: then)
+        if let command = dependency as? any CommandFace {
+            command.observeEnd { _ in then() }
+            command.executeQuietly()
             return
         }
         PlainOperationWatcher.watch(dependency, finished: then)
         if !dependency.isExecuting && !dependency.isFinished { queue.addOperation(dependency) }
     }
-}
-
-/// A command run as a condition's dependency, whatever its output type.
-protocol ConditionDependency: Sendable {
-    func runAsConditionDependency(then: @escaping @Sendable () -> Void)
 }

@@ -20,13 +20,7 @@ func propagate(_ first: Propagation) {
     }
 }
 
-/// The name of any operation, for messages.
-func describe(_ operation: Operation) -> String {
-    if let node = operation as? any DependencyNode { return node.displayName }
-    return operation.name ?? String(describing: type(of: operation))
-}
-
-extension Command: DependencyNode {
+extension Command: AnyCommand {
     var dependencySnapshot: [Operation] { machine.withLock { $0.dependencies.array } }
 
     func claim(walk: UInt64) -> WalkClaim {
@@ -44,7 +38,7 @@ extension Command: DependencyNode {
         machine.withLock { index < $0.dependencies.count ? $0.dependencies[index] : nil }
     }
 
-    func addDependent(_ node: any DependencyNode) -> DependencyAnswer { machine.withLock { $0.addDependent(node) } }
+    func addDependent(_ node: any AnyCommand) -> DependencyAnswer { machine.withLock { $0.addDependent(node) } }
 
     func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, lane: inout Bool)
         -> Propagation?
@@ -112,7 +106,7 @@ extension Command: DependencyNode {
 
         var stack = [WalkFrame(node: self)]
         var cycles: [ObjectIdentifier: CommandError] = [:]
-        var late: [any DependencyNode] = []
+        var late: [any AnyCommand] = []
         while !stack.isEmpty {
             let top = stack.count - 1
             guard let dependency = stack[top].node.walkDependency(at: stack[top].next) else {
@@ -123,7 +117,7 @@ extension Command: DependencyNode {
                 continue
             }
             stack[top].next += 1
-            guard let node = dependency as? any DependencyNode else { continue }
+            guard let node = dependency as? any AnyCommand else { continue }
             switch node.claim(walk: walk) {
             case .claimed:
                 stack.append(WalkFrame(node: node))
@@ -142,7 +136,7 @@ extension Command: DependencyNode {
 
     /// Phase two for this node; returns dependencies found pending (added during the walk), which the
     /// caller executes.
-    func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode] {
+    func register(walk: UInt64, cycleError: CommandError?) -> [any AnyCommand] {
         if let error = cycleError {
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
             return []
@@ -174,9 +168,9 @@ extension Command: DependencyNode {
         case .register(let list):
             dependencies = list
         }
-        var late: [any DependencyNode] = []
+        var late: [any AnyCommand] = []
         for dependency in dependencies {
-            if let node = dependency as? any DependencyNode {
+            if let node = dependency as? any AnyCommand {
                 switch node.addDependent(self) {
                 case .registered(let pending):
                     if pending { late.append(node) }
@@ -199,8 +193,8 @@ extension Command: DependencyNode {
     private func watch(_ operation: Operation) {
         PlainOperationWatcher.watch(operation) { [self] in
             let outcome: Termination =
-                operation.isCancelled ? .cancelled(.cancelled(describe(operation))) : .completed
-            if let next = dependencyDidFinish(outcome, dependencyName: describe(operation), isHold: false) {
+                operation.isCancelled ? .cancelled(.cancelled(operationName(operation))) : .completed
+            if let next = dependencyDidFinish(outcome, dependencyName: operationName(operation), isHold: false) {
                 propagate(next)
             }
         }
@@ -214,7 +208,7 @@ extension Command: DependencyNode {
     /// waiting, which no later walk will see) refuses it and fails now with the cycle named. See
     /// ``EdgeOrder`` for the check's cost.
     func addEdge(_ operation: Operation) {
-        let node = operation as? any DependencyNode
+        let node = operation as? any AnyCommand
         guard let node, operation !== self else {
             // A plain operation or the command itself: nothing to order.
             let isSelf = operation === self
@@ -256,9 +250,9 @@ extension Command: DependencyNode {
         if operations.contains(where: { $0 === self }) { throw CommandError.selfDependency(displayName) }
         guard let first = operations.first else { return }
         guard machine.withLock({ $0.acceptsDependencies }) else {
-            throw CommandError.dependencyAddedAfterStart(displayName, dependency: describe(first))
+            throw CommandError.dependencyAddedAfterStart(displayName, dependency: operationName(first))
         }
-        let nodes = operations.map { $0 as? any DependencyNode }
+        let nodes = operations.map { $0 as? any AnyCommand }
         // Edges leaving one command are independent (a path back to it never uses them): checking
         // each against the graph as it is, then recording all, finds every cycle.
         let actions = try EdgeOrder.lock.withLock { _ throws -> [AddDependencyAction] in
@@ -277,7 +271,7 @@ extension Command: DependencyNode {
     }
 
     /// Records an edge whose place in the order was made; `EdgeOrder.lock` held.
-    private func record(_ operation: Operation, node: (any DependencyNode)?) -> AddDependencyAction {
+    private func record(_ operation: Operation, node: (any AnyCommand)?) -> AddDependencyAction {
         let action = machine.withLock {
             $0.addDependency(operation, isSelf: false, typeName: String(describing: Self.self))
         }
@@ -292,7 +286,7 @@ extension Command: DependencyNode {
 
     /// The side effects of recording an edge (after every lock was released).
     private func perform(
-        _ action: AddDependencyAction, adding operation: Operation, node: (any DependencyNode)?, isSelf: Bool
+        _ action: AddDependencyAction, adding operation: Operation, node: (any AnyCommand)?, isSelf: Bool
     ) {
         switch action {
         case .duplicate:
@@ -302,9 +296,9 @@ extension Command: DependencyNode {
         case .failNow(let error):
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
         case .ignoredFinished:
-            diagnose(.alreadyFinished, "addDependency(\(describe(operation))) after the command ended is ignored.")
+            diagnose(.alreadyFinished, "addDependency(\(operationName(operation))) after the command ended is ignored.")
         case .failAfterStart:
-            let error = CommandError.dependencyAddedAfterStart(displayName, dependency: describe(operation))
+            let error = CommandError.dependencyAddedAfterStart(displayName, dependency: operationName(operation))
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
         case .registerLate:
             trackReadiness(of: operation, node: node)
@@ -332,13 +326,14 @@ extension Command: DependencyNode {
         case .refused:
             diagnose(
                 .dependencyAddedAfterStart,
-                "removeDependency(\(describe(operation))) after execute is ignored: remove edges before executing.")
+                "removeDependency(\(operationName(operation))) after execute is ignored: remove edges before executing."
+            )
         }
     }
 }
 
 /// One node on the execute walk's stack: the node and the index of its next dependency to walk.
 private struct WalkFrame {
-    let node: any DependencyNode
+    let node: any AnyCommand
     var next = 0
 }

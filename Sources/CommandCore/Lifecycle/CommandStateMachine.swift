@@ -71,7 +71,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// duplicate edge is found in O(1), not O(edges): a fan-in of 100,000 dependencies would otherwise
     /// be quadratic to build. Empty below the threshold (see `hasDependency`).
     var dependencyIDs: Set<ObjectIdentifier> = []
-    var dependents = SmallList<any DependencyNode>()
+    var dependents = SmallList<any AnyCommand>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog<Output>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)

@@ -90,18 +90,13 @@ public struct TimeoutObserver: CommandObserver {
         let nanoseconds = max(
             0, interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
-            guard let command = target.operation as? any TimeoutTarget else { return }
+            guard let command = target.operation as? any AnyCommand else { return }
             command.timeOut(after: interval)
         }
     }
 }
 
-/// A command seen by ``TimeoutObserver``, whatever its output.
-protocol TimeoutTarget: AnyObject {
-    func timeOut(after interval: Duration)
-}
-
-extension Command: TimeoutTarget {
+extension Command {
     func timeOut(after interval: Duration) {
         let error = CommandError(
             code: .timedOut, command: displayName,

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A command that became ready while too many others waited in their queues, handed over later.
+/// What the admission backlog holds: a command (through ``AnyCommand``), or a test's stand-in.
 protocol AdmissionCandidate: AnyObject, Sendable {
     /// Takes a queue from the pool and adds the command to it (its admission slot is taken); false if
     /// the command had ended meanwhile (a cancel): it needs no queue, and the slot is free again.
@@ -91,7 +91,7 @@ enum Admission {
     }
 }
 
-extension Command: AdmissionCandidate {
+extension Command {
     func handOverAdmitted(slot: Int) -> Bool {
         let makeQueue = queueMaker(lane: false)
         if addToQueue(machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }) { return true }

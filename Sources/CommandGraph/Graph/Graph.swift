@@ -44,7 +44,7 @@ public final class Graph: Sendable {
     private struct Node {
         let command: Operation
         /// The same command, seen whatever its output type.
-        let member: any GroupChild
+        let member: any CommandFace
         let weight: Int64
         /// The command's name now (read when needed: a type name costs a lookup).
         var name: String { member.displayName }

@@ -138,7 +138,7 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
     /// Scopes a child's categories and its progress to the group (once, when it joins the run).
     private func prepare(_ child: Operation) {
         let scopes = book.withLock { $0.scopes }
-        if let command = child as? any GroupChild {
+        if let command = child as? any CommandFace {
             command.scopeCategories(scopes)
             if let progress = command.progressForAdoption() {
                 ProgressGuard.addChild(progress, to: self.progress, weight: 1)
@@ -150,7 +150,7 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
     /// Observes `child`'s end.
     private func watch(_ child: Operation) {
         let id = ObjectIdentifier(child)
-        if let command = child as? any GroupChild {
+        if let command = child as? any CommandFace {
             command.observeEnd { [self] state in childEnded(id, state) }
         } else {
             PlainChildren.watch(child) { [self] state in childEnded(id, state) }
@@ -161,8 +161,8 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
     private func pump() {
         while let (child, newlyAdded) = book.withLock({ $0.nextToStart() }) {
             if newlyAdded { prepare(child) }
-            if let command = child as? any GroupChild {
-                command.startAsChild()
+            if let command = child as? any CommandFace {
+                command.executeQuietly()
             } else {
                 PlainChildren.start(child)
             }
@@ -319,33 +319,7 @@ struct GroupState {
         return (result, Graph.Outcome(completed: completed, failed: failed, cancelled: cancelled), firstFailure)
     }
 
-    static func name(_ child: Operation) -> String {
-        (child as? any GroupChild)?.displayName ?? child.name ?? String(describing: type(of: child))
-    }
-}
-
-/// A command as a group's child or a graph's node, whatever its output type.
-protocol GroupChild: AnyObject, Sendable {
-    var displayName: String { get }
-    func progressForAdoption() -> Progress?
-    func scopeCategories(_ scopes: [String: ObjectIdentifier])
-    /// Calls `ended` with the terminal state, on the thread where the command ended.
-    func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void)
-    /// Every state change, on `context`.
-    func observeStates(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void)
-    func startAsChild()
-}
-
-extension Command: GroupChild {
-    func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void) {
-        observeState(on: .immediate) { state in if state.isTerminal { ended(state) } }
-    }
-
-    func observeStates(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void) {
-        observeState(on: context, handler)
-    }
-
-    func startAsChild() { execute(on: .immediate) { _ in } }
+    static func name(_ child: Operation) -> String { operationName(child) }
 }
 
 /// Plain operations as children: run on an engine queue, their end watched.

@@ -42,7 +42,7 @@ public enum GraphReport {
         while let operation = stack.popLast() {
             guard index[ObjectIdentifier(operation)] == nil else { continue }
             index[ObjectIdentifier(operation)] = nodes.count
-            if let command = operation as? any TrackableCommand {
+            if let command = operation as? any CommandFace {
                 let (dependencies, inputs, runTime) =
                     (command.dependencies, command.inputCommands, command.runTimeInputs)
                 let gatePhase = command.gatePhase
@@ -62,7 +62,7 @@ public enum GraphReport {
                 let dependencies = operation.dependencies
                 nodes.append(
                     Node(
-                        id: nodes.count, name: operation.name ?? String(describing: type(of: operation)),
+                        id: nodes.count, name: operationName(operation),
                         isCommand: false, state: plainState(operation), timing: CommandTiming(),
                         dependencies: ids(dependencies), inputs: [], runTime: []))
                 stack += dependencies
@@ -76,7 +76,7 @@ public enum GraphReport {
     static func plainState(_ operation: Operation) -> CommandState {
         if operation.isFinished {
             guard operation.isCancelled else { return .completed }
-            let name = operation.name ?? String(describing: type(of: operation))
+            let name = operationName(operation)
             return .cancelled(CommandError(code: .cancelled, command: name, message: "'\(name)' was cancelled."))
         }
         return operation.isExecuting ? .executing : .pending

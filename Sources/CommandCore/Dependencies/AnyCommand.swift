@@ -3,8 +3,10 @@ import Foundation
 // What a command is to its neighbours in a graph, and what the dependency half of the state machine
 // returns.
 
-/// A command seen by its dependencies and dependents, whatever its output type.
-protocol DependencyNode: AnyObject, Sendable {
+/// A command whatever its output type, as the engine sees it: its dependencies and dependents, the
+/// admission backlog (``AdmissionCandidate``), a timeout observer. It refines ``CommandFace`` (what other modules of the package
+/// see), so one cast, `as? any AnyCommand`, reaches both.
+protocol AnyCommand: CommandFace, AdmissionCandidate {
     /// Called once by each dependency this node registered with, when that dependency ends.
     /// Returns the dependents of this node to notify in turn if this node ended because of it (so a
     /// failure propagates down a million-deep chain with a loop, not with recursion).
@@ -14,7 +16,7 @@ protocol DependencyNode: AnyObject, Sendable {
     func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, lane: inout Bool)
         -> Propagation?
     /// Registers `node` to be told when this one ends.
-    func addDependent(_ node: any DependencyNode) -> DependencyAnswer
+    func addDependent(_ node: any AnyCommand) -> DependencyAnswer
     /// Executes this node (and its pending dependencies) if it is pending.
     func executeGraph()
     /// The current dependency edges.
@@ -27,26 +29,26 @@ protocol DependencyNode: AnyObject, Sendable {
     func leaveStack(walk: UInt64)
     /// The walk's step as the node leaves its stack: registers with the dependencies and enqueues
     /// when ready.
-    func register(walk: UInt64, cycleError: CommandError?) -> [any DependencyNode]
-    /// `name`, else the type.
-    var displayName: String { get }
+    func register(walk: UInt64, cycleError: CommandError?) -> [any AnyCommand]
     /// The node's label in the process-wide dependency order and its has-dependents flag (see
     /// ``EdgeOrder``); read and written with `EdgeOrder.lock` held.
     var orderWord: Int64 { get set }
     /// Registers `node` to be told (``faceDependencyDidFinish()``) when this command publishes
     /// `isFinished`; false if it already did.
-    func addFaceWatcher(_ node: any DependencyNode) -> Bool
+    func addFaceWatcher(_ node: any AnyCommand) -> Bool
     /// Unregisters `node`; false if it was not waiting any more.
-    func removeFaceWatcher(_ node: any DependencyNode) -> Bool
+    func removeFaceWatcher(_ node: any AnyCommand) -> Bool
     /// A dependency that is a command published `isFinished`: readiness for a user's queue.
     func faceDependencyDidFinish()
+    /// Cancels the command with a `timedOut` error naming `interval` (``TimeoutObserver``).
+    func timeOut(after interval: Duration)
 }
 
 /// What a node that just ended hands to the propagation loop.
 struct Propagation: Sendable {
     let outcome: Termination
-    let source: any DependencyNode
-    let dependents: SmallList<any DependencyNode>
+    let source: any AnyCommand
+    let dependents: SmallList<any AnyCommand>
 }
 
 /// The answer of a dependency to a dependent registering with it.

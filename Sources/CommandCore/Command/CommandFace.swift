@@ -1,0 +1,59 @@
+import Foundation
+
+/// A command whatever its output type: the one type-erased face of `Command<Output>` that other modules
+/// of the package (`CommandGraph`'s graphs and groups, the test tools) use. Inside `CommandCore`, the
+/// engine's own requirements refine it (``AnyCommand``): one cast, `as? any AnyCommand`, reaches both.
+package protocol CommandFace: AnyObject, Sendable {
+    /// `name`, else the type.
+    var displayName: String { get }
+    var state: CommandState { get }
+    var timing: CommandTiming { get }
+    var dependencies: [Operation] { get }
+
+    // MARK: Running it as a part of something (a group's child, a graph's node, a condition's dependency)
+
+    /// Calls `ended` with the terminal state, on the thread where the command ended.
+    func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void)
+    /// Every state change, on `context`.
+    func observeStates(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void)
+    /// Executes it with no observer of its own (its end is watched with ``observeEnd(_:)``).
+    func executeQuietly()
+    /// Its progress, unless another graph or group already counts it (a `Progress` has one parent).
+    func progressForAdoption() -> Progress?
+    /// Runs its categories inside the holds of the groups in `scopes`.
+    func scopeCategories(_ scopes: [String: ObjectIdentifier])
+
+    // MARK: What test tools and reports read
+
+    /// Calls `callback` when the command is released.
+    func onRelease(_ callback: @escaping @Sendable () -> Void)
+    /// Its dependencies and inputs, held strongly.
+    var heldCommands: [Operation] { get }
+    /// A combinator's inputs (not its dependencies).
+    var inputCommands: [Operation] { get }
+    /// The commands a combinator subscribed to while running, still alive.
+    var runTimeInputs: [Operation] { get }
+    /// The mutually exclusive categories of its conditions, sorted.
+    var mutuallyExclusiveCategories: [String] { get }
+    /// Its gate's phase (nil without conditions): "evaluating", "waitingForCategories", ...
+    var gatePhase: String? { get }
+    /// Who holds the categories it waits for.
+    var categoryHolders: [(category: String, holder: String, since: UInt64)] { get }
+}
+
+extension Command: CommandFace {
+    package func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void) {
+        observeState(on: .immediate) { state in if state.isTerminal { ended(state) } }
+    }
+
+    package func observeStates(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void) {
+        observeState(on: context, handler)
+    }
+
+    package func executeQuietly() { execute(on: .immediate) { _ in } }
+}
+
+/// The display name of any operation: a command's `displayName`, else its `name`, else its type.
+package func operationName(_ operation: Operation) -> String {
+    (operation as? any CommandFace)?.displayName ?? operation.name ?? String(describing: type(of: operation))
+}
