@@ -231,7 +231,7 @@ private struct HasData: CommandCondition {
         _ = try await parse.value
         parse.inject(from: fetch(["y"])) { parse, data in parse.data = data }
         #expect(parse.data == "x")
-        #expect(probe.diagnostics.contains { $0.code == .dependencyAddedAfterStart && $0.command == "late parse" })
+        #expect(probe.diagnostics.contains { $0.code == .changedAfterStart && $0.command == "late parse" })
     }
 
     /// Injections through a chain thousands deep: each command injects from the previous one.

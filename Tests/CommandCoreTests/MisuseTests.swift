@@ -15,18 +15,18 @@ import Testing
 /// | execute after cancel | `.cancelled(cancelled)` delivered to the new observer |
 /// | send / complete / fail after the terminal event | ignored, an `alreadyFinished` diagnostic each |
 /// | send / complete / fail after a cancel | ignored, silently: the normal race with work that had not seen the cancel |
-/// | `dependencyPolicy` set after the command was handed to its queue | ignored, a diagnostic |
+/// | `dependencyPolicy` set after the command was handed to its queue | ignored, a `changedAfterStart` diagnostic |
 /// | result released without a terminal event | `resultAbandoned` |
 /// | a command with no work | `missingRun` |
 /// | throwing `map` / `reduce` | the node fails with the thrown error |
 /// | a `RunLoop` nobody runs | nothing delivered, nothing lost: the events wait; cancel still ends the command |
-/// | `executeQueue` replaced while running | ignored for this run, a diagnostic |
-/// | `removeDependency` after execute | ignored, a diagnostic |
+/// | `executeQueue` replaced while running | ignored for this run, a `changedAfterStart` diagnostic |
+/// | `removeDependency` after execute | ignored, a `changedAfterStart` diagnostic |
 /// | a released callback object | nothing delivered to it, the run goes on |
 /// | `retry` with a negative count | `invalidArgument` |
 /// | a zero or negative `timeout` | `invalidArgument` |
 /// | `MutuallyExclusive(category: "")` | a diagnostic when added; the command ends cancelled (`conditionFailed`, underlying `invalidArgument`) |
-/// | `add(condition:)` once a queue of yours holds the command | ignored, a diagnostic |
+/// | `add(condition:)` or `inject(from:)` once a queue of yours holds the command | ignored, a `changedAfterStart` diagnostic |
 @Suite struct MisuseTests {
     private func named(_ name: String, _ log: Log? = nil) -> Command<Int> {
         let command = Command<Int> { result in
@@ -91,7 +91,7 @@ import Testing
         #expect(dependent.dependencyPolicy == .runOnFirstSuccess)
         release.fulfill()
         #expect(await terminalState(of: slow).isCompletedState)
-        #expect(probe.diagnostics.contains { $0.message.contains("dependencyPolicy") })
+        #expect(probe.diagnostics.contains { $0.message.contains("dependencyPolicy") && $0.code == .changedAfterStart })
     }
 
     /// An edge to a newer command closing a cycle: recorded as well (the same rule both ways), and
@@ -348,7 +348,7 @@ extension MisuseTests {
         queue.addOperation(command)
         command.add(condition: BlockCondition(name: "never") { false })
         #expect(command.conditions.isEmpty)
-        #expect(probe.diagnostics.map(\.code) == [.dependencyAddedAfterStart])
+        #expect(probe.diagnostics.map(\.code) == [.changedAfterStart])
         #expect(probe.diagnostics.first?.message.contains("added to a queue") == true)
         let ended = Checkpoint()
         command.observeState(on: .immediate) { state in if state.isTerminal { ended.fulfill() } }

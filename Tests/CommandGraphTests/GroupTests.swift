@@ -145,7 +145,7 @@ extension CommandState {
         let group = GroupCommand(name: "group", children: [child("ok", steps), child("bad", steps, fails: true)])
         let ended = await run(group)
         #expect(ended.events == ["value", "failed"])
-        #expect(ended.error?.code == .dependencyFailed)
+        #expect(ended.error?.code == .childFailed)
         #expect(ended.error?.dependency == "bad")
         #expect(ended.error?.underlying is TestError)
         #expect(ended.outcome?.failed == ["bad"])

@@ -31,6 +31,17 @@ private func server(
     }
 }
 
+/// `bytes` bytes of a 251-byte pattern (a prime, so a shifted or repeated chunk does not match),
+/// built by copying blocks, not byte by byte: this runs on the concurrency pool, under ThreadSanitizer
+/// too, where a closure per byte held a pool thread for seconds.
+private func pattern(bytes: Int) -> Data {
+    let block = Data((0..<251).map { UInt8($0) })
+    var data = Data(capacity: bytes)
+    while data.count + block.count <= bytes { data.append(block) }
+    data.append(block.prefix(bytes - data.count))
+    return data
+}
+
 extension CommandState {
     fileprivate var error: (any Error)? {
         switch self {
@@ -170,7 +181,7 @@ extension CommandState {
     }
 
     @Test func aDownloadOf2MB_isWhole_andItsProgressMovesTo1() async throws {
-        let payload = Data((0..<(2 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let payload = pattern(bytes: 2 * 1024 * 1024)
         let server = try server { _ in .response(status: 200, body: payload) }
         defer { server.stop() }
         let destination = FileManager.default.temporaryDirectory.appendingPathComponent("download-\(UUID()).bin")
@@ -202,7 +213,7 @@ extension CommandState {
     @Test func anUploadOf1MB_reachesTheServerWhole_withProgress() async throws {
         let server = try server { request in .response(status: 201, body: Data("\(request.body.count)".utf8)) }
         defer { server.stop() }
-        let body = Data((0..<(1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let body = pattern(bytes: 1024 * 1024)
         let upload = UploadCommand(request: URLRequest(url: server.url("/upload")), body: body)
         let reports = Locked<[(Int64, Int64)]>([])
         upload.add(

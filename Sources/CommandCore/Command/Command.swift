@@ -199,7 +199,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
             }
             if !accepted {
                 diagnose(
-                    .dependencyAddedAfterStart,
+                    .changedAfterStart,
                     "dependencyPolicy was set after the command was handed to its queue; it is ignored (set it before executing)."
                 )
             }
@@ -275,7 +275,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
             }
             if late {
                 diagnose(
-                    .alreadyFinished,
+                    .changedAfterStart,
                     "executeQueue was replaced after the command was handed to its queue; the new queue is ignored for this run."
                 )
             }

@@ -5,7 +5,7 @@ import Foundation
 extension Command {
     /// Adds `condition`, checked after the command's dependencies finished and before it runs; see
     /// ``CommandCondition``. Add conditions before executing (or adding the command to a queue of
-    /// yours): a condition added once the check began is ignored, with a diagnostic naming the command.
+    /// yours): a condition added once the check began is ignored, with a diagnostic naming the command (code ``CommandError/Code/changedAfterStart``).
     ///
     /// A condition added once a queue of yours holds the command (it asked for `isReady`) is ignored
     /// too: that queue may already count the command as ready. A condition naming an empty category
@@ -29,7 +29,7 @@ extension Command {
         }
         if !accepted {
             diagnose(
-                .dependencyAddedAfterStart,
+                .changedAfterStart,
                 "add(condition: \(condition.name)) was called after the command was executed, added to a queue or began its checks; it is ignored (add conditions before executing or adding it to a queue)."
             )
         }

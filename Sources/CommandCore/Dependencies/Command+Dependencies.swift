@@ -325,7 +325,7 @@ extension Command: AnyCommand {
             break
         case .refused:
             diagnose(
-                .dependencyAddedAfterStart,
+                .changedAfterStart,
                 "removeDependency(\(operationName(operation))) after execute is ignored: remove edges before executing."
             )
         }

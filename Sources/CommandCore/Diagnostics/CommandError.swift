@@ -30,6 +30,13 @@ public struct CommandError: Error, Sendable, CustomStringConvertible {
         public static let selfDependency = Code("selfDependency")
         /// A dependency was added after the command had been handed to its queue.
         public static let dependencyAddedAfterStart = Code("dependencyAddedAfterStart")
+        /// Something else was changed too late: a condition, an injection, the `dependencyPolicy`, a
+        /// removed dependency or the `executeQueue` after the command was handed to its queue or began
+        /// its checks, or a `Graph` added to or run after it ran. The change is ignored.
+        public static let changedAfterStart = Code("changedAfterStart")
+        /// A child of a group failed, so the group failed: ``CommandError/dependency`` names the child,
+        /// ``CommandError/underlying`` is its error.
+        public static let childFailed = Code("childFailed")
         /// `run` released its ``CommandResult`` without sending a terminal event.
         public static let resultAbandoned = Code("resultAbandoned")
         /// `Command` was used without overriding `run(_:)` and without a body closure.

@@ -54,7 +54,7 @@ extension Command {
     /// ``replay`` is `.none` is switched to `.latest` (its last value must outlive its run).
     ///
     /// Call it before executing (or adding the command to a queue of yours); a later call is ignored,
-    /// with a diagnostic naming the command.
+    /// with a diagnostic naming the command (code ``CommandError/Code/changedAfterStart``).
     public func inject<Dependency: Sendable>(
         from dependency: Command<Dependency>, _ body: @escaping @Sendable (Self, Dependency) throws -> Void
     ) {
@@ -81,7 +81,7 @@ extension Command {
         }
         guard accepted else {
             return diagnose(
-                .dependencyAddedAfterStart,
+                .changedAfterStart,
                 "inject(from: \(dependency.displayName)) was called after '\(displayName)' was executed, added to a queue or began its checks; it is ignored (inject before executing or adding it to a queue)."
             )
         }

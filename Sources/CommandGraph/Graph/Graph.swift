@@ -284,7 +284,7 @@ public final class Graph: Sendable {
 
     private static func alreadyRun(_ name: String) -> CommandError {
         CommandError(
-            code: .alreadyFinished, command: name,
+            code: .changedAfterStart, command: name,
             message:
                 "This graph was already run; a graph runs once. Build a new Graph with fresh commands to run again.")
     }

@@ -184,7 +184,7 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
         if let (name, error) = firstFailure {
             result.fail(
                 CommandError(
-                    code: .dependencyFailed, command: displayName,
+                    code: .childFailed, command: displayName,
                     message:
                         "'\(displayName)' failed because its child '\(name)' failed (\(error)); the outcome lists every child. "
                         + "Fix or recover the child (catch/retry) to let the group complete.",

@@ -57,10 +57,12 @@ enum Sockets {
 
     /// Appends what arrives (up to 64 KiB) to `buffer`; false when the connection closed or failed.
     static func receive(from connection: Int32, into buffer: inout Data) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+        let capacity = 64 * 1024
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        defer { chunk.deallocate() }
+        let count = recv(connection, chunk, capacity, 0)
         guard count > 0 else { return false }
-        buffer.append(contentsOf: chunk[0..<count])
+        buffer.append(chunk.assumingMemoryBound(to: UInt8.self), count: count)
         return true
     }
 
