@@ -73,7 +73,7 @@ let downloads = urls.enumerated().map { index, url in
 for download in downloads { try graph.add(download) }
 let started = DispatchTime.now().uptimeNanoseconds
 try graph.run(on: .immediate)
-let outcome = await graph.finished
+let outcome = await graph.outcome
 let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
 printer.sync {}
 for download in downloads {

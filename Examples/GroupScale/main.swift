@@ -26,7 +26,7 @@ func viaGraph() async throws -> Double {
     let graph = Graph()
     for command in commands() { try graph.add(command) }
     try graph.run(on: .immediate)
-    let outcome = await graph.finished
+    let outcome = await graph.outcome
     precondition(outcome.completed.count == count)
     return Double(now() - start) / Double(count)
 }

@@ -82,7 +82,7 @@ let graph = Graph()
 for command in [inbox, welcome, news, offline] { try graph.add(command) }
 try graph.add(refresh, dependsOn: [inbox])
 try graph.run(on: .immediate)
-let outcome = await graph.finished
+let outcome = await graph.outcome
 
 say("")
 say("completed: \(outcome.completed.sorted().joined(separator: ", "))")
@@ -143,7 +143,7 @@ let pipeline = Graph()
 try pipeline.add(fetchAgain)
 try pipeline.add(parse)
 try pipeline.run(on: .immediate)
-let parsed = await pipeline.finished
+let parsed = await pipeline.outcome
 let count = try await parse.value
 say("injection: \(count) new messages")
 guard parsed.succeeded, count == 3 else {

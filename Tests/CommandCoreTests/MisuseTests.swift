@@ -68,7 +68,7 @@ import Testing
     }
 
     /// `dependencyPolicy` set once the command was handed to its queue: ignored with a diagnostic, and
-    /// the dependencies ending later change nothing (it used to trap).
+    /// the dependencies ending later change nothing (no trap).
     @Test func dependencyPolicy_setLate_isIgnoredWithADiagnostic_andNothingTraps() async {
         let release = Checkpoint()
         let slow = Command<Int> { result in

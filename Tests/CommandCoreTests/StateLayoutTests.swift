@@ -60,7 +60,7 @@ import Testing
 
     @Test func timingReadsNilUntilRecorded() {
         var timing = CommandTiming()
-        #expect(timing.startedAt == nil && timing.endedAt == nil && timing.thread == nil)
+        #expect(timing.startedAt == nil && timing.endedAt == nil && timing.threadID == nil)
         timing.startedAt = 5
         timing.endedAt = 12
         #expect(timing.startedAt == 5 && timing.runDuration == .nanoseconds(7))

@@ -30,7 +30,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         try graph.add(node("save", log: log), dependsOn: [parse], weight: 8)
         let events = Locked<[String]>([])
         try graph.run(on: .immediate) { event in events.withLock { $0.append("\(event.name) \(event.state)") } }
-        let outcome = await graph.finished
+        let outcome = await graph.outcome
         #expect(outcome.succeeded && outcome.completed.count == 3)
         #expect(log.withLock { $0 } == ["fetch", "parse", "save"])
         #expect(events.withLock { $0 }.filter { $0.hasSuffix("completed") }.count == 3)
@@ -64,7 +64,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         // quick (weight 1) done, slow (weight 3) half done: (1 + 1.5) / 4.
         #expect(abs(graph.fractionCompleted - 0.625) < 0.001)
         release.withLock { $0 }?.succeed(1)
-        _ = await graph.finished
+        _ = await graph.outcome
         #expect(graph.fractionCompleted == 1)
     }
 
@@ -95,7 +95,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         }
         #expect(graph.commands.count == 2)
         try graph.run(on: .immediate)
-        let outcome = await graph.finished
+        let outcome = await graph.outcome
         #expect(outcome.completed == ["a", "b"])
         #expect(log.withLock { $0 } == ["a", "b"])
         #expect(graph.fractionCompleted == 1)
@@ -109,7 +109,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         let a = try graph.add(node("a", log: log), weight: 0)
         try graph.add(node("b", log: log), dependsOn: [a], weight: 0)
         try graph.run(on: .immediate)
-        _ = await graph.finished
+        _ = await graph.outcome
         #expect(graph.fractionCompleted == 1)
 
         let mixed = Graph()
@@ -129,7 +129,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect(await quickDone.wait())
         #expect(mixed.fractionCompleted == 1)  // the weightless command does not hold it back
         gate.withLock { $0 }?.succeed(1)
-        _ = await mixed.finished
+        _ = await mixed.outcome
         #expect(mixed.fractionCompleted == 1)
     }
 
@@ -164,7 +164,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect(await reported.wait())
         #expect(seen.withLock { $0 } == [0, 0, 0.25, 0.25, 0, 1])
         gate.withLock { $0 }?.succeed(1)
-        _ = await graph.finished
+        _ = await graph.outcome
         #expect(command.fractionCompleted == 1)
         #expect(graph.fractionCompleted == 1)
     }
@@ -192,7 +192,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         let b = try graph.add(node("b", log: log), dependsOn: [a])
         try graph.add(node("other", log: log))
         try graph.run(targets: [b], on: .immediate)
-        let outcome = await graph.finished
+        let outcome = await graph.outcome
         #expect(outcome.completed.sorted() == ["a", "b"])
         #expect(!log.withLock { $0 }.contains("other"))
 
@@ -203,7 +203,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         try second.add(node("after", log: log), dependsOn: [never])
         try second.run(on: .immediate)
         second.cancel()
-        let cancelled = await second.finished
+        let cancelled = await second.outcome
         #expect(cancelled.cancelled.sorted() == ["after", "never"])
     }
 
@@ -242,7 +242,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
     private func finishes(_ graph: Graph, seconds: Double = 30) async -> Bool {
         let done = Checkpoint()
         Task {
-            _ = await graph.finished
+            _ = await graph.outcome
             done.fulfill()
         }
         return await done.wait(seconds: seconds)
@@ -363,7 +363,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
                 }
                 for command in commands { tracker.track(command) }
                 try graph.run(on: .immediate)
-                _ = await graph.finished
+                _ = await graph.outcome
             }
             let ran = log.withLock { $0 }.compactMap(Int.init)
             #expect(Set(ran).count == ran.count, "seed \(seed): a command ran twice")
@@ -406,7 +406,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
             events.withLock { $0[event.name, default: []].append("\(event.state)") }
             if event.state.isTerminal { allEnded.fulfill() }
         }
-        let outcome = await graph.finished
+        let outcome = await graph.outcome
         #expect(outcome.completed == ["fetch", "parse", "save"])
         #expect(await allEnded.wait())
         for name in ["fetch", "parse", "save"] {
@@ -458,7 +458,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
             previous = command
         }
         try graph.run()
-        let outcome = await graph.finished
+        let outcome = await graph.outcome
         #expect(outcome.completed.count == count)
     }
 
@@ -470,13 +470,13 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         let a = try graph.add(node("a", log: log), weight: 2)
         try graph.add(node("b", log: log), dependsOn: [a], weight: 3)
         try graph.run(on: .immediate)
-        _ = await graph.finished
+        _ = await graph.outcome
         #expect(ProgressGuard.withLock { graph.progress.totalUnitCount } == 5)
         #expect(graph.fractionCompleted == 1)
         let weightless = Graph()
         try weightless.add(node("c", log: log), weight: 0)
         try weightless.run(on: .immediate)
-        _ = await weightless.finished
+        _ = await weightless.outcome
         #expect(weightless.fractionCompleted == 1)
     }
 }

@@ -384,7 +384,7 @@ extension CommandState {
         try graph.run(on: .immediate)
         let firstEnded = await run(first)
         let secondEnded = await run(second)
-        _ = await graph.finished
+        _ = await graph.outcome
         #expect(firstEnded.outcome?.completed == ["shared"])
         #expect(secondEnded.outcome?.completed.sorted() == ["own", "shared"])
         #expect(steps.all.filter { $0 == "shared" }.count == 1)

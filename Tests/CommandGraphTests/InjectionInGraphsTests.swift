@@ -37,7 +37,7 @@ private func fetchCommand(_ text: String) -> Command<Data> {
         try graph.add(fetch)
         try graph.add(parse)
         try graph.run()
-        let outcome = await graph.finished
+        let outcome = await graph.outcome
         #expect(outcome.succeeded)
         #expect(try await parse.value == Model(text: "hello"))
     }

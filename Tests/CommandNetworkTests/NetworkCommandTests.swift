@@ -237,7 +237,7 @@ extension CommandState {
         let requests = paths.map { RequestCommand(url: server.url($0)) }
         for request in requests { try graph.add(request) }
         try graph.run()
-        let outcome = await graph.finished
+        let outcome = await graph.outcome
         #expect(outcome.succeeded && outcome.completed.count == 50)
         #expect(graph.fractionCompleted == 1)
 

@@ -34,11 +34,15 @@ public struct CommandTiming: Sendable, Equatable {
         get { Self.optional(ended) }
         set { ended = newValue ?? 0 }
     }
-    /// The thread `run` was called on (a `pthread_t`, for traces).
-    public internal(set) var thread: UInt64? {
+    /// The id of the thread `run` was called on (a `pthread_t`, for traces).
+    public internal(set) var threadID: UInt64? {
         get { Self.optional(runThread) }
         set { runThread = newValue ?? 0 }
     }
+
+    /// Deprecated: it holds a thread id, not a `Thread`.
+    @available(*, deprecated, renamed: "threadID")
+    public var thread: UInt64? { threadID }
 
     private static func optional(_ stored: UInt64) -> UInt64? { stored == 0 ? nil : stored }
 

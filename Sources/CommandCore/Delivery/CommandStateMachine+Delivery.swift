@@ -103,9 +103,8 @@ extension CommandStateMachine {
         trim()
     }
 
-    /// Where observer `id` is in `observers`. A plain loop, like the others on `observers` here (they
-    /// were written when the record was generic, when a standard-library algorithm such as
-    /// `firstIndex(where:)` looked its metadata up on every call; a loop is still the cheapest).
+    /// Where observer `id` is in `observers`. A plain loop, like the others on `observers` here: the
+    /// cheapest search of a few records in this unspecialised generic code.
     @inline(__always)
     func observerIndex(_ id: UInt64) -> Int? {
         var index = 0

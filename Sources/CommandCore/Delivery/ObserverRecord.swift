@@ -2,7 +2,6 @@ import Foundation
 
 // An observer as the command keeps it, and what the delivery half of the state machine returns.
 
-/// One observer of a command: where its callbacks run, what it wants and how far it got.
 /// What an observer is given, as passed to `attach` (only there: the record keeps a ``SinkBox``).
 enum ObserverSink<Output: Sendable>: Sendable {
     case events(@Sendable (CommandEvent<Output>) -> Void)
@@ -59,6 +58,7 @@ enum Delivery {
     case idle
 }
 
+/// One observer of a command: where its callbacks run, what it wants and how far it got.
 struct ObserverRecord: Sendable {
     /// Events (values and the terminal event) or state changes.
     enum Kind: Sendable { case events, states }

@@ -1,29 +1,5 @@
 import Foundation
 
-/// The whole mutable state of one command, guarded as one value by the command's mutex. Each event is
-/// a `mutating func` that returns what the caller must do after unlocking (post KVO, enqueue, deliver,
-/// notify dependents, cancel the run's cancelable). It holds no thread and takes no lock, so it is
-/// tested as a plain value.
-///
-/// Lifecycle:
-/// ```
-/// pending --execute--> claimed --register--> waiting(n) --n reaches 0--> enqueued --start--> executing
-///    |                    |                     |                          |                     |
-///    +--------------------+------cancel / dependency failed / cycle-------+--> finished(outcome) <--+
-///                                                                          |
-///                          (cancelled while its queue holds it) endedBeforeStart --start--> finished
-/// ```
-///
-/// The methods the engine calls on every command are `@inline(__always)`: called from the generic
-/// `Command<Output>`, a method of this generic struct needs the struct's own type metadata, found in a
-/// global hash map on every call (about 300 instructions, 19% of a chain's instructions measured with
-/// callgrind); inlined, it only touches fields whose layout does not depend on `Output` (17% fewer
-/// instructions per command).
-///
-/// One struct, its halves by behaviour: the lifecycle here (start, run, end); edges, the execute walk
-/// and dependencies' endings in `Dependencies/CommandStateMachine+Dependencies.swift`; where a ready
-/// command goes in `Scheduling/CommandStateMachine+HandOver.swift`; values and observers in
-/// `Delivery/CommandStateMachine+Delivery.swift`.
 /// The fields of ``CommandStateMachine`` that most commands never set, kept out of line: every node of
 /// a graph carries the state machine, and these eight cost 64 bytes a node inline (8 as a box pointer).
 struct RareFields: Sendable {
@@ -48,6 +24,32 @@ final class RareBox: @unchecked Sendable {
     init(_ fields: RareFields) { self.fields = fields }
 }
 
+/// The whole mutable state of one command, guarded as one value by the command's mutex. Each event is
+/// a `mutating func` that returns what the caller must do after unlocking (post KVO, enqueue, deliver,
+/// notify dependents, cancel the run's cancelable). It holds no thread and takes no lock, so it is
+/// tested as a plain value.
+///
+/// Lifecycle:
+/// ```
+/// pending --execute--> claimed --register--> waiting(n) --n reaches 0--> enqueued --start--> executing
+///    |                    |                     |                          |                     |
+///    +--------------------+------cancel / dependency failed / cycle-------+--> finished(outcome) <--+
+///                                                                          |
+///                          (cancelled while its queue holds it) endedBeforeStart --start--> finished
+/// ```
+///
+/// The methods the engine calls on every command are `@inline(__always)`: called from the generic
+/// `Command<Output>`, a method of this generic struct needs the struct's own type metadata, found in a
+/// global hash map on every call (about 300 instructions, 19% of a chain's instructions measured with
+/// callgrind); inlined, it only touches fields whose layout does not depend on `Output` (17% fewer
+/// instructions per command).
+///
+/// One struct, its halves by behaviour: the lifecycle here (the states and the end); starting in
+/// `Start/CommandStateMachine+Start.swift`; edges, the execute walk and dependencies' endings in
+/// `Dependencies/CommandStateMachine+Dependencies.swift`; where a ready command goes in
+/// `Scheduling/CommandStateMachine+HandOver.swift`; a combinator's inputs in
+/// `Inputs/CommandStateMachine+Inputs.swift`; values and observers in
+/// `Delivery/CommandStateMachine+Delivery.swift`.
 struct CommandStateMachine<Output: Sendable>: Sendable {
     var timing = CommandTiming()
     var queue = QueueSettings()
@@ -81,11 +83,11 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// The command's drain for `.immediate` observers, made when the first one attaches (it holds
     /// the command `unowned(unsafe)`: whoever schedules it keeps the command alive).
     var drainer: (@Sendable (UInt64) -> Void)?
-    /// What `run` returned; cancelled on cancel, released when the command ends.
-    /// What `run` returned, to cancel (set and cleared under the lock, in `runReturned` and `end`).
+    /// What `run` returned: cancelled on cancel, released when the command ends (set in `runReturned`,
+    /// cleared in `end`).
     var cancelable: (any Cancelable)?
     // The fields narrower than a word last, together: between wider fields each would cost a padded
-    // word (the state was 736 bytes before the layout and `CommandError`'s box, 440 after the box).
+    // word (`StateLayoutTests` checks the size).
     /// What Foundation sees (KVO flags as published, readiness for a user's queue).
     var face = OperationFace()
     /// Where the command is in its life (see ``Lifecycle``).

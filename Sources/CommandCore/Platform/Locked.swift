@@ -4,6 +4,8 @@
     import Musl
 #elseif canImport(Darwin)
     import Darwin
+#else
+    #error("AwesomeCommand needs Glibc, Musl or Darwin (a POSIX C library) for its locks and threads")
 #endif
 
 /// A value guarded by a `pthread_mutex_t`, both in one allocation (a `ManagedBuffer`).
@@ -13,7 +15,9 @@
 /// `swift test --sanitize=thread` would say nothing useful about this library. A pthread mutex is
 /// understood by TSan, so a clean TSan run means something.
 ///
-/// Never call user code, or take another command's lock, inside `withLock`.
+/// Never call user code, or take another command's lock, inside `withLock`. Every pthread call's result
+/// is checked (as swift-nio's `NIOLock` does); debug builds use an error-checking mutex, so taking a
+/// lock twice on one thread stops with a message instead of deadlocking.
 package struct Locked<Value>: @unchecked Sendable {
     // `@unchecked Sendable`: the value is only reached through `withLock`, under the mutex.
     private let storage: LockStorage<Value>
@@ -36,7 +40,17 @@ final class LockStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
         let buffer = LockStorage<Value>.create(minimumCapacity: 1) { _ in value }
         let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
         storage.withUnsafeMutablePointerToElements { mutex in
-            let status = pthread_mutex_init(mutex, nil)
+            #if DEBUG
+                // Debug builds: an error-checking mutex, so a thread locking a lock it holds (a
+                // deadlock in release) fails at once with a message instead of hanging.
+                var attributes = pthread_mutexattr_t()
+                pthread_mutexattr_init(&attributes)
+                pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+                let status = pthread_mutex_init(mutex, &attributes)
+                pthread_mutexattr_destroy(&attributes)
+            #else
+                let status = pthread_mutex_init(mutex, nil)
+            #endif
             precondition(status == 0, "Locked: pthread_mutex_init failed (\(status))")
         }
         return storage
@@ -44,14 +58,21 @@ final class LockStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
 
     deinit {
         // The header (the value) is destroyed by ManagedBuffer itself.
-        _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        let status = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        precondition(status == 0, "Locked: pthread_mutex_destroy failed (\(status)): the lock was still held")
     }
 
     @inline(__always)
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try withUnsafeMutablePointers { value, mutex in
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
+            let locked = pthread_mutex_lock(mutex)
+            // Non-zero in a debug build when this thread already holds it (EDEADLK).
+            precondition(
+                locked == 0, "Locked: pthread_mutex_lock failed (\(locked)); a lock taken twice on one thread?")
+            defer {
+                let unlocked = pthread_mutex_unlock(mutex)
+                precondition(unlocked == 0, "Locked: pthread_mutex_unlock failed (\(unlocked))")
+            }
             return try body(&value.pointee)
         }
     }

@@ -7,6 +7,8 @@ import Foundation
     import Musl
 #elseif canImport(Darwin)
     import Darwin
+#else
+    #error("AwesomeCommand needs Glibc, Musl or Darwin (a POSIX C library) for its locks and threads")
 #endif
 
 // The platform layer: every `#if canImport` / `#if os` of the library is in this folder (the lock, the
@@ -44,14 +46,6 @@ enum Platform {
         #endif
     }
 
-    /// Serialises the library's own reads and writes of `Foundation.Progress` where it needs it.
-    ///
-    /// - Linux: swift-corelibs-foundation's `Progress` has no locking at all (checked in its source): a
-    ///   child updating its parent from two threads at once corrupts the heap, so every change and read
-    ///   goes through one lock.
-    /// - Darwin: `Progress` is thread-safe (Apple, "Progress": "Progress is thread-safe") and notifies
-    ///   its KVO observers on the thread that changes it: taking a lock here would run those observers
-    ///   inside it, and one that reads `fractionCompleted` would deadlock. No lock.
     /// Whether `isExecuting` turning false is posted as a KVO pair. Apple's KVO has observers (a
     /// queue, the user's own), so yes. swift-corelibs-foundation has no user KVO, and its `Operation`
     /// acts on an `isExecuting` change only when the value is true (it advances its own state); the
@@ -66,6 +60,15 @@ enum Platform {
         #endif
     }
 
+    /// Serialises the library's own reads and writes of `Foundation.Progress` where it needs it.
+    ///
+    /// - Linux: swift-corelibs-foundation's `Progress` has no locking at all (checked in its source): a
+    ///   child updating its parent from two threads at once corrupts the heap, so every change and read
+    ///   goes through one lock.
+    /// - Darwin: `Progress` is thread-safe (Apple, "Progress": "Progress is thread-safe") and notifies
+    ///   its KVO observers on the thread that changes it: taking a lock here would run those observers
+    ///   inside it, and one that reads `fractionCompleted` would deadlock. No lock.
+    ///
     /// Re-entrant on one thread: a body that reads a graph's `progress` for the first time (which
     /// adopts the commands' progress under this lock) does not deadlock with itself.
     static func withProgressLock<Result>(_ body: () throws -> Result) rethrows -> Result {

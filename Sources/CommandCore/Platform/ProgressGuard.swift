@@ -6,7 +6,7 @@ import Foundation
 /// **Never called with a command's (or a graph's) lock held.** On Apple platforms `Progress` notifies
 /// its KVO observers synchronously on the changing thread, parents included (a `Graph`'s progress):
 /// an observer that reads a command's `fractionCompleted` or `state`, or cancels it, takes that
-/// command's lock, and would deadlock on a change made under it. `scripts/check-progress.sh` (in
+/// command's lock, and would deadlock on a change made under it. `scripts/check-progress.py` (in
 /// CI) checks that no `Progress` is changed outside this file, and that none of these functions is
 /// called from a state machine or inside a `withLock` body.
 package enum ProgressGuard {

@@ -25,7 +25,7 @@ extension CommandStateMachine {
         case .enqueued:
             lifecycle = .executing
             timing.startedAt = CommandTiming.now
-            timing.thread = CommandTiming.currentThread
+            timing.threadID = CommandTiming.currentThread
             didExecute = true
             runInProgress = true
             return .run(body: body, wakeups: wakeStateObservers())
@@ -53,21 +53,20 @@ extension CommandStateMachine {
     /// A ``CommandSubject`` starts in its own `init`, where nothing can have touched it yet (no edge,
     /// observer, queue or KVO observer): straight to executing, with `isExecuting` already true and no
     /// KVO pair (nobody can be observing), and no `run` (a subject has no work of its own). The same
-    /// state `start()` reaches through the execute walk, at a tenth of its cost (callgrind: about
-    /// 10,000 instructions per subject before, most of a `flatMap` inner's creation).
+    /// state `start()` reaches through the execute walk, without the walk (most of a `flatMap`
+    /// inner's creation cost).
     @inline(__always)
     mutating func startAtCreation() {
         guard case .pending = lifecycle else { preconditionFailure("startAtCreation: the command was touched") }
         lifecycle = .executing
         timing.startedAt = CommandTiming.now
-        timing.thread = CommandTiming.currentThread
+        timing.threadID = CommandTiming.currentThread
         didExecute = true
         startedExternally = true
         pinned = true
         face.executing = true
     }
 
-    /// `run` returned `cancelable`.
     /// `run` returned `returned` (nil also when it was not called because the command was cancelled
     /// first); the inputs to release now if the command ended while `run` ran.
     @inline(__always)

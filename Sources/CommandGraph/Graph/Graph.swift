@@ -10,14 +10,14 @@ import Foundation
 /// try graph.add(parse, dependsOn: [fetch])         // a cycle or a late edge throws, naming it
 /// try graph.add(save, dependsOn: [parse], weight: 5)
 /// try graph.run { event in print(event.name, event.state) }
-/// let outcome = await graph.finished                // or graph.whenFinished { outcome in ... }
+/// let outcome = await graph.outcome                 // or graph.whenFinished { outcome in ... }
 /// ```
 ///
 /// Nodes keep the `dependencies` they were given (a graph also works with edges made by
 /// `addDependency` directly). `run` executes the commands no other command of the graph depends on
 /// (or the `targets` given), which executes the rest. Per-node events (each node's state changes)
 /// arrive on the captured context (see `CallbackContext`), in order per node, when `run` is given a
-/// handler. The graph's completion (``finished``, ``whenFinished(_:)``) is counted on the threads where
+/// handler. The graph's completion (``outcome``, ``whenFinished(_:)``) is counted on the threads where
 /// the commands ended, never through the caller's context. `cancel()` cancels every command of the
 /// graph. ``progress`` counts ended commands, weighted.
 public final class Graph: Sendable {
@@ -148,7 +148,7 @@ public final class Graph: Sendable {
     /// `context` (default: the caller's), in order per node. Throws if the graph was already run.
     ///
     /// The graph counts its commands' ends on the threads where they ended, not on `context`:
-    /// ``finished`` and ``whenFinished(_:)`` never wait for the caller's queue, so a caller may block
+    /// ``outcome`` and ``whenFinished(_:)`` never wait for the caller's queue, so a caller may block
     /// its own thread until the outcome (a command-line tool, a test). They do not wait for `onEvent`
     /// either: the last events may reach `onEvent` on `context` after the outcome is known.
     public func run(
@@ -198,8 +198,14 @@ public final class Graph: Sendable {
         for command in commands { command.cancel() }
     }
 
-    /// Waits, without blocking a thread, until every command of the graph ended.
+    /// Deprecated: the name read like a `Bool`; it is the outcome.
+    @available(*, deprecated, renamed: "outcome")
     public var finished: Outcome {
+        get async { await outcome }
+    }
+
+    /// The graph's outcome, once every command of it ended: waits without blocking a thread.
+    public var outcome: Outcome {
         get async {
             await withCheckedContinuation { continuation in
                 let nodes = state.withLock { state -> [Node]? in
@@ -207,7 +213,7 @@ public final class Graph: Sendable {
                     state.waiters.append(continuation)
                     return nil
                 }
-                if let nodes { continuation.resume(returning: Self.outcome(nodes)) }
+                if let nodes { continuation.resume(returning: Self.makeOutcome(nodes)) }
             }
         }
     }
@@ -219,7 +225,7 @@ public final class Graph: Sendable {
             state.callbacks.append(completion)
             return nil
         }
-        if let nodes { completion(Self.outcome(nodes)) }
+        if let nodes { completion(Self.makeOutcome(nodes)) }
     }
 
     /// The commands still waiting and what for; see `GraphReport.stalls(_:)`.
@@ -249,12 +255,12 @@ public final class Graph: Sendable {
         }
         guard let nodes else { return }
         // Names are read outside the graph's lock (each takes its command's).
-        let outcome = Self.outcome(nodes)
+        let outcome = Self.makeOutcome(nodes)
         for waiter in waiters { waiter.resume(returning: outcome) }
         for callback in callbacks { callback(outcome) }
     }
 
-    private static func outcome(_ nodes: [Node]) -> Outcome {
+    private static func makeOutcome(_ nodes: [Node]) -> Outcome {
         var completed: [String] = [], failed: [String] = [], cancelled: [String] = []
         for node in nodes {
             switch node.state {

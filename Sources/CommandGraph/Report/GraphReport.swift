@@ -230,7 +230,7 @@ public enum GraphReport {
             }
             guard let started = node.timing.startedAt else { continue }
             let thread =
-                node.timing.thread.map { id in
+                node.timing.threadID.map { id in
                     threads[id]
                         ?? {
                             threads[id] = threads.count + 1; return threads.count

@@ -8,6 +8,8 @@ import Foundation
     import Musl
 #elseif canImport(Darwin)
     import Darwin
+#else
+    #error("AwesomeCommand needs Glibc, Musl or Darwin (a POSIX C library) for its locks and threads")
 #endif
 
 enum Sockets {

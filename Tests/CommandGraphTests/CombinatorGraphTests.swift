@@ -51,7 +51,7 @@ private final class Source: Command<Int>, @unchecked Sendable {
     deinit { released.fulfill() }
 }
 
-@Suite struct GraphTests {
+@Suite struct CombinatorGraphTests {
     /// The original README's graph: six commands 0...5, each on its own queue; 3 runs after 1 and 2
     /// completed, 0 after 3 and 4; the output combines 0 and 5 with a reduce adding their values.
     @Test func originalReadmeGraph_respectsEveryDependency_andAddsTheValues() async {
