@@ -16,7 +16,18 @@ extension Command {
         if condition.mutuallyExclusiveCategories.contains("") {
             diagnose(.invalidArgument, Self.emptyCategoryMessage(displayName, condition.name))
         }
-        let accepted = machine.withLock { machine -> Bool in
+        if !changeGate({ $0.conditions.append(condition) }) {
+            diagnose(
+                .changedAfterStart,
+                "add(condition: \(condition.name)) was called after the command was executed, added to a queue or began its checks; it is ignored (add conditions before executing or adding it to a queue)."
+            )
+        }
+    }
+
+    /// Changes the gate (made if there is none) while it may still change: before the command was
+    /// executed, handed to a queue of yours, or began its checks. False (nothing changed) after.
+    func changeGate(_ change: (inout Gate) -> Void) -> Bool {
+        machine.withLock { machine -> Bool in
             guard machine.acceptsDependencies, machine.gate?.phase ?? .closed == .closed,
                 machine.face.tracking == .off
             else { return false }
@@ -24,14 +35,8 @@ extension Command {
                 machine.gate = Gate()
                 machine.face.gateOpen = false
             }
-            machine.gate!.conditions.append(condition)
+            change(&machine.gate!)
             return true
-        }
-        if !accepted {
-            diagnose(
-                .changedAfterStart,
-                "add(condition: \(condition.name)) was called after the command was executed, added to a queue or began its checks; it is ignored (add conditions before executing or adding it to a queue)."
-            )
         }
     }
 

@@ -68,18 +68,7 @@ extension Command {
                 return .threw(error)
             }
         }
-        let accepted = machine.withLock { machine -> Bool in
-            guard machine.acceptsDependencies, machine.gate?.phase ?? .closed == .closed,
-                machine.face.tracking == .off
-            else { return false }
-            if machine.gate == nil {
-                machine.gate = Gate()
-                machine.face.gateOpen = false
-            }
-            machine.gate!.injections.append(injection)
-            return true
-        }
-        guard accepted else {
+        guard changeGate({ $0.injections.append(injection) }) else {
             return diagnose(
                 .changedAfterStart,
                 "inject(from: \(dependency.displayName)) was called after '\(displayName)' was executed, added to a queue or began its checks; it is ignored (inject before executing or adding it to a queue)."
