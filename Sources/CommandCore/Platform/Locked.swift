@@ -15,9 +15,9 @@
 /// `swift test --sanitize=thread` would say nothing useful about this library. A pthread mutex is
 /// understood by TSan, so a clean TSan run means something.
 ///
-/// Never call user code, or take another command's lock, inside `withLock`. Every pthread call's result
-/// is checked (as swift-nio's `NIOLock` does); debug builds use an error-checking mutex, so taking a
-/// lock twice on one thread stops with a message instead of deadlocking.
+/// Never call user code, or take another command's lock, inside `withLock`. `init` and `destroy` are
+/// checked in every build, `lock` and `unlock` in debug builds, which use an error-checking mutex: taking
+/// a lock twice on one thread stops there with a message instead of deadlocking.
 package struct Locked<Value>: @unchecked Sendable {
     // `@unchecked Sendable`: the value is only reached through `withLock`, under the mutex.
     private let storage: LockStorage<Value>
@@ -65,13 +65,15 @@ final class LockStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
     @inline(__always)
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try withUnsafeMutablePointers { value, mutex in
+            // Checked in debug builds, where the mutex is error-checking: a lock this thread already
+            // holds returns EDEADLK there. A release build's normal mutex has no error to report for a
+            // mutex initialised here (a relock would deadlock instead), and the check would cost two
+            // instructions on every lock of the hot path.
             let locked = pthread_mutex_lock(mutex)
-            // Non-zero in a debug build when this thread already holds it (EDEADLK).
-            precondition(
-                locked == 0, "Locked: pthread_mutex_lock failed (\(locked)); a lock taken twice on one thread?")
+            assert(locked == 0, "Locked: pthread_mutex_lock failed (\(locked)); a lock taken twice on one thread?")
             defer {
                 let unlocked = pthread_mutex_unlock(mutex)
-                precondition(unlocked == 0, "Locked: pthread_mutex_unlock failed (\(unlocked))")
+                assert(unlocked == 0, "Locked: pthread_mutex_unlock failed (\(unlocked))")
             }
             return try body(&value.pointee)
         }
