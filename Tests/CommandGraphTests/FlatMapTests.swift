@@ -196,3 +196,28 @@ import Testing
         #expect(cancelled.isFinished, "subscribing executed it, which finished it")
     }
 }
+
+/// `flatMap`, `catch` and `bind` with the ready-value commands, on real threads.
+@Suite struct ReadyValueCombinatorTests {
+    @Test func flatMap_ofJust_emptyAndFail() async throws {
+        let subject = CommandSubject<Int>()
+        let values = Locked<[Int]>([])
+        let done = Checkpoint()
+        subject.flatMap { $0 % 3 == 0 ? .empty : .just($0 * 10) }
+            .execute(on: .immediate) { event in
+                if let value = event.value { values.withLock { $0.append(value) } }
+                if event.isTerminal { done.fulfill() }
+            }
+        for value in 1...6 { subject.send(value) }
+        subject.complete()
+        #expect(await done.wait())
+        #expect(values.withLock { $0 } == [10, 20, 40, 50])
+
+        struct Boom: Error {}
+        let failed = await terminalState(
+            of: Command<Int>.just(1).flatMap { _ in Command<Int>.fail(Boom()) }, start: true)
+        if case .failed(let error) = failed { #expect(error is Boom) } else { Issue.record("\(failed)") }
+        let recovered = try await Command<Int>.fail(Boom()).catch { _ in .just(7) }.value
+        #expect(recovered == 7)
+    }
+}

@@ -124,6 +124,16 @@ let benchmarks: @Sendable () -> Void = {
         output.cancel()
     }
 
+    Benchmark("flatMap of Command.just (1,000 values)") { benchmark in
+        let subject = source()
+        let output = subject.flatMap { Command.just($0) }
+        output.execute(on: .immediate) { blackHole($0) }
+        benchmark.startMeasurement()
+        for value in 0..<values { subject.send(value) }
+        benchmark.stopMeasurement()
+        output.cancel()
+    }
+
     Benchmark("OpenCombine flatMap of Just (1,000 values)") { benchmark in
         let subject = PassthroughSubject<Int, Never>()
         let cancellable = subject.flatMap { Just($0) }.sink { blackHole($0) }
