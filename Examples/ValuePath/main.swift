@@ -3,7 +3,7 @@
 // One value path, for instruction counts under callgrind (deterministic, unlike wall-clock time here):
 // run a case with two value counts and divide the difference by the difference of values (and
 // stages), which cancels building and tearing down the graph. Cases: `map100` (a 100-stage map
-// chain), `filtermap`, `flatmap` (an inner command per value), `send` (a subject, one `.immediate`
+// chain), `filtermap`, `flatmap` (an inner command per value: a completed subject), `flatmapjust` (`Command.just` per value), `send` (a subject, one `.immediate`
 // observer), and `chain`: commands, not values (a chain of that many `Command<Void>`s built with
 // `addDependency`, run and released: divide by the difference of commands), and `handwritten`: the
 // Graph suite's hand-written executor on the same substrate, for the same count. Values are sent from this thread into a hot `CommandSubject` (replay `.none`) with
@@ -21,7 +21,7 @@ final class Counter: @unchecked Sendable {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let values = Int(arguments[2]) else {
-    print("usage: ValuePath map100|filtermap|flatmap|send|chain <values>")
+    print("usage: ValuePath map100|filtermap|flatmap|flatmapjust|send|chain <values>")
     exit(2)
 }
 
@@ -107,6 +107,9 @@ case "flatmap":
         inner.complete()
         return inner
     }
+    expected = values
+case "flatmapjust":
+    output = subject.flatMap { Command.just($0) }
     expected = values
 case "send":
     output = subject

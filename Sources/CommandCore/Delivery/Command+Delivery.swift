@@ -60,12 +60,22 @@ extension Command {
     /// (subscribe to it instead). The values are read from a copy of the log taken under the lock and
     /// handed over outside it.
     package func replayIfFinished(_ value: (Output) -> Void) -> Termination? {
-        guard
-            let (log, outcome) = machine.withLock({ machine -> (ValueLog<Output>, Termination)? in
+        // One lock round for the common answers; a ready-value command (`Command.just`) nothing else
+        // touched is run here first, in place, and then replayed like any finished command.
+        var (finished, ready) = machine.withLock { machine -> ((ValueLog<Output>, Termination)?, Bool) in
+            if machine.isFinished, let outcome = machine.outcome { return ((machine.log, outcome), false) }
+            return (nil, machine.startUntouchedReadyValue())
+        }
+        if ready {
+            let returned = run(CommandResult(self, body: nil))
+            var (_, release) = machine.withLock { $0.runReturned(returned) }
+            if !release.isEmpty { DeferredRelease.release(&release) }
+            finished = machine.withLock { machine -> (ValueLog<Output>, Termination)? in
                 guard machine.isFinished, let outcome = machine.outcome else { return nil }
                 return (machine.log, outcome)
-            })
-        else { return nil }
+            }
+        }
+        guard let (log, outcome) = finished else { return nil }
         var index = log.startIndex
         while index < log.endIndex {
             value(log.value(at: index))

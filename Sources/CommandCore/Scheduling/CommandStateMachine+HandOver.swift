@@ -27,6 +27,9 @@ extension CommandStateMachine {
         /// the thread that made it ready (through ``Trampoline/wiring``) instead of on a queue, unless
         /// a queue or underlying queue was assigned. Its observers are wired before `execute` returns.
         var inPlace = false
+        /// A ready-value command (`just`, `empty`, `fail`): a combinator subscribing to it while
+        /// nothing else touched it runs it at once, as a subject starts at creation.
+        var readyValue = false
         /// No queue was assigned or made yet and no underlying queue set: the command will run on
         /// a queue the engine makes, so it goes through ``Admission``.
         var isEngineMade: Bool { executeQueue == nil && underlying == nil }

@@ -67,6 +67,19 @@ extension CommandStateMachine {
         face.executing = true
     }
 
+    /// A ready-value command nothing has touched (pending, no dependency, observer, condition, progress
+    /// or queue of yours): starts it as ``startAtCreation()`` does; the caller calls `run` now. False
+    /// otherwise.
+    @inline(__always)
+    mutating func startUntouchedReadyValue() -> Bool {
+        guard queue.readyValue, case .pending = lifecycle, observers.isEmpty, dependencies.count == 0,
+            !hasRareFields, face.tracking == .off
+        else { return false }
+        startAtCreation()
+        runInProgress = true
+        return true
+    }
+
     /// `run` returned `returned` (nil also when it was not called because the command was cancelled
     /// first); the inputs to release now if the command ended while `run` ran.
     @inline(__always)
