@@ -14,7 +14,7 @@ count() {
         sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 for name in "${cases[@]}"; do
-    if [ "$name" = chain ] || [ "$name" = handwritten ]; then
+    if [ "$name" = chain ] || [ "$name" = exclusivechain ] || [ "$name" = handwritten ]; then
         low=$(count "$name" 2000)
         high=$(count "$name" 6000)
         echo "$name: $(( (high - low) / 4000 )) instructions per node (built, run, released)"

@@ -21,7 +21,7 @@ final class Counter: @unchecked Sendable {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let values = Int(arguments[2]) else {
-    print("usage: ValuePath map100|filtermap|flatmap|flatmapjust|send|chain <values>")
+    print("usage: ValuePath map100|filtermap|flatmap|flatmapjust|send|chain|exclusivechain|handwritten <values>")
     exit(2)
 }
 
@@ -62,7 +62,8 @@ if arguments[1] == "handwritten" {
     exit(0)
 }
 
-if arguments[1] == "chain" {
+if arguments[1] == "chain" || arguments[1] == "exclusivechain" {
+    let exclusive = arguments[1] == "exclusivechain"
     // This tool's own main thread waits (a group): not a pool thread. It waits for the first and the
     // last command to be released, not by polling (which would count a varying number of polls).
     let released = DispatchGroup()
@@ -74,6 +75,8 @@ if arguments[1] == "chain" {
                 return nil
             }
             if let last { command.addDependency(last) }
+            // `exclusivechain`: each command holds the category "x" while it runs.
+            if exclusive { command.add(condition: MutuallyExclusive(category: "x")) }
             if index == 0 || index == values - 1 {
                 released.enter()
                 command.onRelease { released.leave() }
@@ -84,7 +87,7 @@ if arguments[1] == "chain" {
     }
     released.wait()
     while CommandDiagnostics.liveCommands > 0 { usleep(100) }
-    print("chain: \(values) commands")
+    print("\(arguments[1]): \(values) commands")
     exit(0)
 }
 

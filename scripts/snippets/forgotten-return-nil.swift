@@ -9,4 +9,4 @@ let command = Command<Int> { result in
     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { result.succeed(1) }
     // return nil   <- forgotten
 }
-command.execute { print($0) }   // prints `completed`, never `value(1)`
+command.execute { print($0) }  // prints `completed`, never `value(1)`

@@ -13,10 +13,11 @@ extension Command {
     /// ``CommandError/Code/conditionFailed`` when its conditions are checked (its `underlying` error
     /// has code ``CommandError/Code/invalidArgument``).
     public func add(condition: some CommandCondition) {
-        if condition.mutuallyExclusiveCategories.contains("") {
+        let categories = condition.mutuallyExclusiveCategories
+        if categories.contains("") {
             diagnose(.invalidArgument, Self.emptyCategoryMessage(displayName, condition.name))
         }
-        if !changeGate({ $0.conditions.append(condition) }) {
+        if !changeGate({ $0.add(condition, categories: categories) }) {
             diagnose(
                 .changedAfterStart,
                 "add(condition: \(condition.name)) was called after the command was executed, added to a queue or began its checks; it is ignored (add conditions before executing or adding it to a queue)."
@@ -110,20 +111,20 @@ extension Command {
 
     /// Applies the injections, then evaluates the conditions, all at once (the gate is `.evaluating`).
     func evaluateGate() {
-        let (all, injections) = machine.withLock { machine -> ([any CommandCondition], [Injection]) in
-            guard machine.outcome == nil, machine.gate != nil else { return ([], []) }
-            return (machine.gate!.conditions, machine.gate!.takeInjections())
+        let (conditions, injections, emptyCategory) = machine.withLock {
+            machine -> ([any CommandCondition], [Injection], String?) in
+            guard machine.outcome == nil, machine.gate != nil else { return ([], [], nil) }
+            return (machine.gate!.evaluated, machine.gate!.takeInjections(), machine.gate!.emptyCategoryCondition)
         }
         if !injections.isEmpty, let termination = applyInjections(injections) {
             return endAtGate(termination)
         }
-        if let bad = all.first(where: { $0.mutuallyExclusiveCategories.contains("") }) {
+        if let bad = emptyCategory {
             let error = CommandError(
-                code: .invalidArgument, command: displayName, message: Self.emptyCategoryMessage(displayName, bad.name))
-            return gateEvaluated(.failed(condition: bad.name, error: error))
+                code: .invalidArgument, command: displayName, message: Self.emptyCategoryMessage(displayName, bad))
+            return gateEvaluated(.failed(condition: bad, error: error))
         }
         // `MutuallyExclusive` is always true: only its category counts, no task is needed for it.
-        let conditions = all.filter { !($0 is MutuallyExclusive) }
         if conditions.isEmpty { return gateEvaluated(.passed) }
         // Strong: nothing else may hold the command while its conditions evaluate. The cycle (command ->
         // gate -> evaluation -> command) ends with the evaluation.
@@ -141,13 +142,14 @@ extension Command {
         // Called once: by the evaluation, or directly when nothing needs evaluating.
         switch verdict {
         case .passed:
-            let keys = machine.withLock { machine -> [ExclusivityBook.Key]? in
+            let request = machine.withLock { machine -> ([ExclusivityBook.Key], String?)? in
                 guard machine.gate?.conditionsPassed() == true else { return nil }
-                return machine.gate!.keys(in: machine.categoryScopes)
+                return (machine.gate!.keys(in: machine.categoryScopes), machine.name)
             }
-            guard let keys else { return }
+            guard let (keys, name) = request else { return }
             if keys.isEmpty { return gateOpened() }
-            let ticket = Exclusivity.request(keys, name: displayName) { [self] ticket in categoriesGranted(ticket) }
+            let label = ExclusivityBook.Label(name: name, type: Self.self)
+            let ticket = Exclusivity.request(keys, label: label) { [self] ticket in categoriesGranted(ticket) }
             // Kept to leave the line if the command ends while it waits (granted at once: kept already).
             let stale = machine.withLock { machine -> Bool in
                 guard machine.gate != nil, machine.outcome == nil else { return true }

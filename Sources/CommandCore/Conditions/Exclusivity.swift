@@ -25,17 +25,36 @@ struct ExclusivityBook: Sendable {
         }
     }
 
+    /// Who asks: a command's name if it has one, else its type, turned into text only when a report
+    /// reads it (`String(describing:)` of a type costs thousands of instructions a request).
+    struct Label: @unchecked Sendable {
+        // `@unchecked Sendable`: immutable; a metatype is a constant pointer.
+        let name: String?
+        let type: Any.Type
+
+        init(name: String?, type: Any.Type) {
+            self.name = name
+            self.type = type
+        }
+
+        init(_ name: String) { self.init(name: name, type: Never.self) }
+
+        var text: String { name ?? String(describing: type) }
+    }
+
     /// A category's holder: for stall reports.
     struct Holder: Sendable {
         let ticket: UInt64
-        let name: String
+        let label: Label
         let since: UInt64
+
+        var name: String { label.text }
     }
 
     private struct Request: Sendable {
         let ticket: UInt64
         let keys: [Key]
-        let name: String
+        let label: Label
     }
 
     private var held: [Key: Holder] = [:]
@@ -54,9 +73,14 @@ struct ExclusivityBook: Sendable {
 
     /// Asks for `keys` for the command `name`: the ticket, and whether it was granted at once.
     mutating func request(_ keys: [Key], name: String, now: UInt64) -> (ticket: UInt64, granted: Bool) {
+        request(keys, label: Label(name), now: now)
+    }
+
+    /// Asks for `keys` for the command `label` names: the ticket, and whether it was granted at once.
+    mutating func request(_ keys: [Key], label: Label, now: UInt64) -> (ticket: UInt64, granted: Bool) {
         let ticket = nextTicket
         nextTicket += 1
-        let request = Request(ticket: ticket, keys: keys, name: name)
+        let request = Request(ticket: ticket, keys: keys, label: label)
         // Granted at once only if nobody waits for any of these keys and none is held.
         let blocked = keys.contains { held[$0] != nil || wanted[$0] != nil }
         if blocked {
@@ -127,7 +151,7 @@ struct ExclusivityBook: Sendable {
     }
 
     private mutating func grant(_ request: Request, now: UInt64) {
-        for key in request.keys { held[key] = Holder(ticket: request.ticket, name: request.name, since: now) }
+        for key in request.keys { held[key] = Holder(ticket: request.ticket, label: request.label, since: now) }
         holdings[request.ticket] = request.keys
     }
 
@@ -158,10 +182,12 @@ enum Exclusivity {
     /// thread (before this returns) or later on the thread that released the last of them. Returns the
     /// ticket to leave with.
     @discardableResult
-    static func request(_ keys: [ExclusivityBook.Key], name: String, granted: @escaping Grant) -> UInt64 {
+    static func request(_ keys: [ExclusivityBook.Key], label: ExclusivityBook.Label, granted: @escaping Grant)
+        -> UInt64
+    {
         let now = DispatchTime.now().uptimeNanoseconds
         let (ticket, grantedNow) = state.withLock { state -> (UInt64, Bool) in
-            let (ticket, grantedNow) = state.book.request(keys, name: name, now: now)
+            let (ticket, grantedNow) = state.book.request(keys, label: label, now: now)
             if !grantedNow { state.continuations[ticket] = granted }
             return (ticket, grantedNow)
         }

@@ -33,7 +33,14 @@ struct Gate: Sendable {
         case wait
     }
 
-    var conditions: [any CommandCondition] = []
+    /// The conditions, in the order added (see ``add(_:)``).
+    private(set) var conditions: [any CommandCondition] = []
+    /// The categories of every condition, sorted: read once, as each condition is added.
+    private(set) var categories: [String] = []
+    /// The conditions to evaluate: all but ``MutuallyExclusive`` (always true: only its category counts).
+    private(set) var evaluated: [any CommandCondition] = []
+    /// The first condition naming an empty category, if any.
+    private(set) var emptyCategoryCondition: String?
     /// The `inject(from:_:)` calls, applied (and dropped) when the evaluation begins.
     var injections: [Injection] = []
     private(set) var phase = Phase.closed
@@ -45,8 +52,17 @@ struct Gate: Sendable {
     /// The exclusivity ticket, waiting in line or holding.
     var ticket: UInt64?
 
-    /// The categories of every condition, sorted.
-    var categories: [String] { Set(conditions.flatMap(\.mutuallyExclusiveCategories)).sorted() }
+    /// Adds `condition`, whose categories (read once, by the caller) are `own`.
+    mutating func add(_ condition: any CommandCondition, categories own: Set<String>) {
+        conditions.append(condition)
+        if categories.isEmpty && own.count == 1 {
+            categories = [own.first!]
+        } else if !own.isEmpty {
+            categories = Set(categories).union(own).sorted()
+        }
+        if own.contains(""), emptyCategoryCondition == nil { emptyCategoryCondition = condition.name }
+        if !(condition is MutuallyExclusive) { evaluated.append(condition) }
+    }
 
     /// The keys to ask ``Exclusivity`` for, each category inside the hold `scopes` names for it (the
     /// nearest ancestor group holding it), or process-wide.

@@ -1,1 +1,1 @@
-let c = { [a, b,] in a }
+let c = { [a, b, ] in a }

@@ -1,1 +1,1 @@
-enum E { case a(Int, b: Int,) }
+enum E { case a(Int, b: Int, ) }

@@ -1,1 +1,1 @@
-func f<T,>(_ t: T) {}
+func f<T, >(_ t: T) {}

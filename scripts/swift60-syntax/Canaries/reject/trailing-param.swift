@@ -1,1 +1,1 @@
-func f(a: Int, b: Int,) {}
+func f(a: Int, b: Int, ) {}
