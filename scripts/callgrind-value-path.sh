@@ -2,7 +2,9 @@
 # Instructions per value (and per stage for map100) on each value path, with callgrind: each case run
 # with 10,000 and 30,000 values, the difference divided by 20,000 (building the graph cancels out);
 # `chain`: instructions per command of a chain built, run and released (2,000 and 6,000 commands);
-# `handwritten`: the same for the Graph suite's hand-written executor (BlockOperations).
+# `handwritten`: the same for the Graph suite's hand-written executor (BlockOperations);
+# `exclusivechain`, `exclusivefanin`, `fanin`: a chain, or independent commands through one sink, each
+# command holding the category "x" (or none, `fanin`).
 # Usage: scripts/callgrind-value-path.sh [case...]   (default: map100 filtermap flatmap send chain)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,7 @@ count() {
         sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 for name in "${cases[@]}"; do
-    if [ "$name" = chain ] || [ "$name" = exclusivechain ] || [ "$name" = handwritten ]; then
+    if [ "$name" = chain ] || [ "$name" = exclusivechain ] || [ "$name" = exclusivefanin ] || [ "$name" = fanin ] || [ "$name" = handwritten ]; then
         low=$(count "$name" 2000)
         high=$(count "$name" 6000)
         echo "$name: $(( (high - low) / 4000 )) instructions per node (built, run, released)"

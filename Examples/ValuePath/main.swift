@@ -21,7 +21,9 @@ final class Counter: @unchecked Sendable {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let values = Int(arguments[2]) else {
-    print("usage: ValuePath map100|filtermap|flatmap|flatmapjust|send|chain|exclusivechain|handwritten <values>")
+    print(
+        "usage: ValuePath map100|filtermap|flatmap|flatmapjust|send|chain|exclusivechain|exclusivefanin|fanin|handwritten <values>"
+    )
     exit(2)
 }
 
@@ -59,6 +61,34 @@ if arguments[1] == "handwritten" {
     done.wait()
     for node in nodes { node.operation = nil }
     print("handwritten: \(values) operations")
+    exit(0)
+}
+
+if arguments[1] == "exclusivefanin" || arguments[1] == "fanin" {
+    // Independent commands each holding the category "x", executed through a sink that depends on
+    // them all: each waits its turn for the category (granted on the releasing thread).
+    let released = DispatchGroup()
+    do {
+        let nodes = (0..<values).map { _ in
+            let command = Command<Void> { result in
+                result.succeed()
+                return nil
+            }
+            if arguments[1] == "exclusivefanin" { command.add(condition: MutuallyExclusive(category: "x")) }
+            return command
+        }
+        let sink = Command<Void> { result in
+            result.succeed()
+            return nil
+        }
+        for node in nodes { sink.addDependency(node) }
+        released.enter()
+        sink.onRelease { released.leave() }
+        sink.execute(on: .immediate) { _ in }
+    }
+    released.wait()
+    while CommandDiagnostics.liveCommands > 0 { usleep(100) }
+    print("\(arguments[1]): \(values) commands")
     exit(0)
 }
 

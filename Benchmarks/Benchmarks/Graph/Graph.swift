@@ -132,6 +132,34 @@ func runHandWritten(_ count: Int) {
     for node in nodes { node.operation = nil }
 }
 
+/// `count` independent commands that succeed at once, executed through a fan-in sink and released:
+/// `categories` 0 (plain), 1 (every command holds "a": they run one at a time) or 8 (each holds 1 to 3
+/// of 8 categories, chosen by its index).
+func runExclusive(_ count: Int, categories: Int) {
+    let live = CommandDiagnostics.liveCommands
+    do {
+        let names = (0..<8).map { "c\($0)" }
+        let nodes = (0..<count).map { index -> Command<Void> in
+            let node = command()
+            switch categories {
+            case 0: break
+            case 1: node.add(condition: MutuallyExclusive(category: "a"))
+            default:
+                for offset in 0...(index % 3) {
+                    node.add(condition: MutuallyExclusive(category: names[(index + offset * 3) % 8]))
+                }
+            }
+            return node
+        }
+        let sink = command()
+        for node in nodes { sink.addDependency(node) }
+        let done = DispatchSemaphore(value: 0)
+        sink.execute(on: .immediate) { event in if event.isTerminal { done.signal() } }
+        done.wait()
+    }
+    while CommandDiagnostics.liveCommands > live { usleep(20) }
+}
+
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .peakMemoryResident], maxDuration: .seconds(5), maxIterations: 20)
@@ -139,6 +167,15 @@ let benchmarks: @Sendable () -> Void = {
         for count in [1_000, 10_000, 100_000] {
             Benchmark("\(shape) \(count)", configuration: .init(maxIterations: count >= 100_000 ? 3 : 20)) { _ in
                 run(shape, count)
+            }
+        }
+    }
+    for count in [1_000, 10_000, 100_000] {
+        for (label, categories) in [("plain", 0), ("exclusive, one category", 1), ("exclusive, 1-3 of 8", 8)] {
+            Benchmark(
+                "independent \(count), \(label)", configuration: .init(maxIterations: count >= 100_000 ? 3 : 20)
+            ) { _ in
+                runExclusive(count, categories: categories)
             }
         }
     }

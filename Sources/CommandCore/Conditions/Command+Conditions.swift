@@ -149,7 +149,7 @@ extension Command {
             guard let (keys, name) = request else { return }
             if keys.isEmpty { return gateOpened() }
             let label = ExclusivityBook.Label(name: name, type: Self.self)
-            let ticket = Exclusivity.request(keys, label: label) { [self] ticket in categoriesGranted(ticket) }
+            let ticket = Exclusivity.request(keys, label: label, waiter: self)
             // Kept to leave the line if the command ends while it waits (granted at once: kept already).
             let stale = machine.withLock { machine -> Bool in
                 guard machine.gate != nil, machine.outcome == nil else { return true }
@@ -173,7 +173,7 @@ extension Command {
         if let ending { perform(ending) }
     }
 
-    private func categoriesGranted(_ ticket: UInt64) {
+    func categoriesGranted(_ ticket: UInt64) {
         let open = machine.withLock { machine -> Bool in
             guard machine.outcome == nil, machine.gate != nil else { return false }
             return machine.gate!.granted(ticket)

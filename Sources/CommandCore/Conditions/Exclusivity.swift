@@ -165,46 +165,49 @@ struct ExclusivityBook: Sendable {
     var waitingCount: Int { position.count }
 }
 
+/// Told when its request is granted (a command, through ``AnyCommand``; a test's stand-in): an object,
+/// not a closure, so a request allocates no context.
+protocol ExclusivityWaiter: AnyObject, Sendable {
+    func categoriesGranted(_ ticket: UInt64)
+}
+
 /// The process's ``ExclusivityBook``, and the commands to tell when their request is granted.
 enum Exclusivity {
-    /// A granted request's continuation, given its ticket; run outside the lock.
-    typealias Grant = @Sendable (UInt64) -> Void
-
     private struct State {
         var book = ExclusivityBook()
-        var continuations: [UInt64: Grant] = [:]
+        var waiters: [UInt64: any ExclusivityWaiter] = [:]
     }
 
-    // Guards the book and the continuations of waiting requests.
+    // Guards the book and the waiters of waiting requests.
     private static let state = Locked(State())
 
-    /// Asks for `keys` for the command `name`: `granted` runs once they are all held, at once on this
-    /// thread (before this returns) or later on the thread that released the last of them. Returns the
-    /// ticket to leave with.
+    /// Asks for `keys` for the command `label` names: `waiter` is told once they are all held, at once
+    /// on this thread (before this returns) or later on the thread that released the last of them.
+    /// Returns the ticket to leave with.
     @discardableResult
-    static func request(_ keys: [ExclusivityBook.Key], label: ExclusivityBook.Label, granted: @escaping Grant)
+    static func request(_ keys: [ExclusivityBook.Key], label: ExclusivityBook.Label, waiter: any ExclusivityWaiter)
         -> UInt64
     {
         let now = DispatchTime.now().uptimeNanoseconds
         let (ticket, grantedNow) = state.withLock { state -> (UInt64, Bool) in
             let (ticket, grantedNow) = state.book.request(keys, label: label, now: now)
-            if !grantedNow { state.continuations[ticket] = granted }
+            if !grantedNow { state.waiters[ticket] = waiter }
             return (ticket, grantedNow)
         }
-        if grantedNow { granted(ticket) }
+        if grantedNow { waiter.categoriesGranted(ticket) }
         return ticket
     }
 
     /// Releases the ticket's keys, or takes it out of the line; grants whoever is next.
     static func leave(_ ticket: UInt64) {
         let now = DispatchTime.now().uptimeNanoseconds
-        let next = state.withLock { state -> [(UInt64, Grant)] in
-            state.continuations[ticket] = nil
+        let next = state.withLock { state -> [(UInt64, any ExclusivityWaiter)] in
+            state.waiters[ticket] = nil
             return state.book.leave(ticket, now: now).compactMap { granted in
-                state.continuations.removeValue(forKey: granted).map { (granted, $0) }
+                state.waiters.removeValue(forKey: granted).map { (granted, $0) }
             }
         }
-        for (granted, grant) in next { grant(granted) }
+        for (granted, waiter) in next { waiter.categoriesGranted(granted) }
     }
 
     /// Who holds `key` (for stall reports).

@@ -6,7 +6,7 @@ import Foundation
 /// A command whatever its output type, as the engine sees it: its dependencies and dependents, the
 /// admission backlog (``AdmissionCandidate``), a timeout observer. It refines ``CommandFace`` (what other modules of the package
 /// see), so one cast, `as? any AnyCommand`, reaches both.
-protocol AnyCommand: CommandFace, AdmissionCandidate {
+protocol AnyCommand: CommandFace, AdmissionCandidate, ExclusivityWaiter {
     /// Called once by each dependency this node registered with, when that dependency ends.
     /// Returns the dependents of this node to notify in turn if this node ended because of it (so a
     /// failure propagates down a million-deep chain with a loop, not with recursion).
