@@ -10,8 +10,8 @@ extension Command {
     /// once. Executed by the engine (`execute`, a dependent, a combinator), it runs in place on the
     /// executing thread, with no queue hop; started by a queue of yours, on that queue. Cancelled
     /// before it ran, it ends cancelled without a value. A `flatMap` whose inner it is, while nothing
-    /// else has touched it, runs it at once and reads its value, without executing it through the
-    /// graph (no observer, no walk).
+    /// else has touched it, reads its value without running it (no observer, no walk, no run: it stays
+    /// pending, and executing it later runs it with the same outcome).
     public static func just(_ value: Output) -> Command<Output> { ReadyValueCommand(.value(value), name: "just") }
 
     /// Completes without a value when it runs (Combine's `Empty`, ReactiveCocoa's `empty`). Where and
@@ -36,8 +36,8 @@ extension Command {
     }
 }
 
-/// `just`, `empty` and `fail`: the outcome stored, no closure; runs in place, and a combinator may run
-/// it at once while nothing else touched it (see `CommandStateMachine.QueueSettings.readyValue`).
+/// `just`, `empty` and `fail`: the outcome stored, no closure; runs in place, and a combinator may read
+/// the outcome while nothing else touched it (see `CommandStateMachine.QueueSettings.readyValue`).
 final class ReadyValueCommand<Output: Sendable>: Command<Output>, @unchecked Sendable {
     // `@unchecked Sendable`: its own stored property is immutable; the rest is `Command`'s.
     enum Outcome: Sendable {
@@ -55,6 +55,16 @@ final class ReadyValueCommand<Output: Sendable>: Command<Output>, @unchecked Sen
             machine.name = name
             machine.queue.inPlace = true
             machine.queue.readyValue = true
+        }
+    }
+
+    override func readyOutcome(_ value: (Output) -> Void) -> Termination? {
+        switch outcome {
+        case .value(let stored):
+            value(stored)
+            return .completed
+        case .empty: return .completed
+        case .failure(let error): return .failed(error)
         }
     }
 

@@ -341,6 +341,11 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         if let ending { perform(ending) }
     }
 
+    /// The stored outcome of a ready-value command (`Command.just`, `.empty`, `.fail`: ``ReadyValueCommand``
+    /// overrides it), its value handed to `value`; nil for every other command. Read by
+    /// `replayIfFinished` for an untouched ready value, in place of a run.
+    func readyOutcome(_ value: (Output) -> Void) -> Termination? { nil }
+
     package func diagnose(_ code: CommandError.Code, _ message: String) {
         CommandDiagnostics.report(
             CommandDiagnostic(commandID: ObjectIdentifier(self), command: displayName, code: code, message: message))

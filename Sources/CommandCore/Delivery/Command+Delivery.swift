@@ -58,23 +58,17 @@ extension Command {
     /// get (its replay, then the terminal event), for a tenth of the cost; the ending is returned as a
     /// ``Termination``, not a generic event (no metadata look-up). Nil if it has not finished
     /// (subscribe to it instead). The values are read from a copy of the log taken under the lock and
-    /// handed over outside it.
+    /// handed over outside it. A ready-value command (`Command.just`, `.empty`, `.fail`) nothing else
+    /// touched answers with its stored outcome without running: it stays pending (executing it later
+    /// runs it as usual, with the same outcome).
     package func replayIfFinished(_ value: (Output) -> Void) -> Termination? {
-        // One lock round for the common answers; a ready-value command (`Command.just`) nothing else
-        // touched is run here first, in place, and then replayed like any finished command.
-        var (finished, ready) = machine.withLock { machine -> ((ValueLog<Output>, Termination)?, Bool) in
+        // One lock round for both answers: finished, or a ready value (`Command.just`) nothing else
+        // touched, whose stored outcome is read without running it.
+        let (finished, ready) = machine.withLock { machine -> ((ValueLog<Output>, Termination)?, Bool) in
             if machine.isFinished, let outcome = machine.outcome { return ((machine.log, outcome), false) }
-            return (nil, machine.startUntouchedReadyValue())
+            return (nil, machine.isUntouchedReadyValue)
         }
-        if ready {
-            let returned = run(CommandResult(self, body: nil))
-            var (_, release) = machine.withLock { $0.runReturned(returned) }
-            if !release.isEmpty { DeferredRelease.release(&release) }
-            finished = machine.withLock { machine -> (ValueLog<Output>, Termination)? in
-                guard machine.isFinished, let outcome = machine.outcome else { return nil }
-                return (machine.log, outcome)
-            }
-        }
+        if ready { return readyOutcome(value) }
         guard let (log, outcome) = finished else { return nil }
         var index = log.startIndex
         while index < log.endIndex {

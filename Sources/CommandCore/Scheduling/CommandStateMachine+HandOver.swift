@@ -28,7 +28,7 @@ extension CommandStateMachine {
         /// a queue or underlying queue was assigned. Its observers are wired before `execute` returns.
         var inPlace = false
         /// A ready-value command (`just`, `empty`, `fail`): a combinator subscribing to it while
-        /// nothing else touched it runs it at once, as a subject starts at creation.
+        /// nothing else touched it reads its stored outcome instead of running it.
         var readyValue = false
         /// No queue was assigned or made yet and no underlying queue set: the command will run on
         /// a queue the engine makes, so it goes through ``Admission``.

@@ -68,16 +68,11 @@ extension CommandStateMachine {
     }
 
     /// A ready-value command nothing has touched (pending, no dependency, observer, condition, progress
-    /// or queue of yours): starts it as ``startAtCreation()`` does; the caller calls `run` now. False
-    /// otherwise.
+    /// or queue of yours): a combinator may read its stored outcome instead of running it.
     @inline(__always)
-    mutating func startUntouchedReadyValue() -> Bool {
-        guard queue.readyValue, case .pending = lifecycle, observers.isEmpty, dependencies.count == 0,
-            !hasRareFields, face.tracking == .off
-        else { return false }
-        startAtCreation()
-        runInProgress = true
-        return true
+    var isUntouchedReadyValue: Bool {
+        guard queue.readyValue, case .pending = lifecycle else { return false }
+        return observers.isEmpty && dependencies.count == 0 && !hasRareFields && face.tracking == .off
     }
 
     /// `run` returned `returned` (nil also when it was not called because the command was cancelled
