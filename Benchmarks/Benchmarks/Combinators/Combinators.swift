@@ -52,6 +52,45 @@ let benchmarks: @Sendable () -> Void = {
         node.cancel()
     }
 
+    Benchmark("map chain of 100 kept stages (100 values)") { benchmark in
+        // The app keeps every stage (an array of them): none is fused, each is a node of its own.
+        let head = source()
+        var stages: [Command<Int>] = []
+        var node: Command<Int> = head
+        for _ in 0..<100 {
+            node = node.map { $0 &+ 1 }
+            stages.append(node)
+        }
+        node.execute(on: .immediate) { blackHole($0) }
+        benchmark.startMeasurement()
+        for value in 0..<100 { head.send(value) }
+        benchmark.stopMeasurement()
+        node.cancel()
+        blackHole(stages.count)
+    }
+
+    Benchmark("map chain of 100 stages (1,000 values)") { benchmark in
+        let head = source()
+        var node: Command<Int> = head
+        for _ in 0..<100 { node = node.map { $0 &+ 1 } }
+        node.execute(on: .immediate) { blackHole($0) }
+        benchmark.startMeasurement()
+        for value in 0..<1_000 { head.send(value) }
+        benchmark.stopMeasurement()
+        node.cancel()
+    }
+
+    Benchmark("OpenCombine map chain of 100 stages (1,000 values)") { benchmark in
+        let subject = PassthroughSubject<Int, Never>()
+        var chain = subject.eraseToAnyPublisher()
+        for _ in 0..<100 { chain = chain.map { $0 &+ 1 }.eraseToAnyPublisher() }
+        let cancellable = chain.sink { blackHole($0) }
+        benchmark.startMeasurement()
+        for value in 0..<1_000 { subject.send(value) }
+        benchmark.stopMeasurement()
+        cancellable.cancel()
+    }
+
     Benchmark("OpenCombine map chain of 500 stages (10 values)") { benchmark in
         // 500, not 1,000: OpenCombine's recursive delivery crashes near 580 stages here.
         let subject = PassthroughSubject<Int, Never>()

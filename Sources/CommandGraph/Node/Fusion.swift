@@ -1,7 +1,7 @@
 import CommandCore
 
 // Operator fusion, the combinators' half (the engine's half and the rule for when a stage may be
-// fused are in CommandCore's `Dependencies/Command+Fusion.swift`).
+// fused are in CommandCore's `Inputs/Command+Fusion.swift`).
 //
 // `a.map(f).filter(p).map(g)` is three nodes as built, each a command of its own. When the last one
 // is wired (its run subscribes to its input), it looks at that input: a stateless one-input stage that
