@@ -12,15 +12,19 @@ extension Command {
     /// before it ran, it ends cancelled without a value. A `flatMap` whose inner it is, while nothing
     /// else has touched it, reads its value without running it (no observer, no walk, no run: it stays
     /// pending, and executing it later runs it with the same outcome).
-    public static func just(_ value: Output) -> Command<Output> { ReadyValueCommand(.value(value), name: "just") }
+    @inlinable
+    public static func just(_ value: Output) -> Command<Output> {
+        // Inlinable: made where `Output` is known, the class's metadata is a cached load, not a look-up.
+        JustCommand(value)
+    }
 
     /// Completes without a value when it runs (Combine's `Empty`, ReactiveCocoa's `empty`). Where and
     /// when: as ``just(_:)``.
-    public static var empty: Command<Output> { ReadyValueCommand(.empty, name: "empty") }
+    public static var empty: Command<Output> { ReadyValueCommand(nil, name: "empty") }
 
     /// Fails with `error` when it runs (Combine's `Fail`, ReactiveCocoa's `error:`). Where and when:
     /// as ``just(_:)``.
-    public static func fail(_ error: any Error) -> Command<Output> { ReadyValueCommand(.failure(error), name: "fail") }
+    public static func fail(_ error: any Error) -> Command<Output> { ReadyValueCommand(error, name: "fail") }
 
     /// Never sends and never ends by itself (ReactiveCocoa's `never`): it runs (in place, as
     /// ``just(_:)``) and waits until it is cancelled, holding no thread; the cancel ends it cancelled.
@@ -36,44 +40,60 @@ extension Command {
     }
 }
 
-/// `just`, `empty` and `fail`: the outcome stored, no closure; runs in place, and a combinator may read
-/// the outcome while nothing else touched it (see `CommandStateMachine.QueueSettings.readyValue`).
-final class ReadyValueCommand<Output: Sendable>: Command<Output>, @unchecked Sendable {
+/// `Command.just`: the value stored, no closure; runs in place, and a combinator may read the value
+/// while nothing else touched it (see `CommandStateMachine.QueueSettings.readyValue`).
+@usableFromInline
+final class JustCommand<Output: Sendable>: Command<Output>, @unchecked Sendable {
     // `@unchecked Sendable`: its own stored property is immutable; the rest is `Command`'s.
-    enum Outcome: Sendable {
-        case value(Output)
-        case empty
-        case failure(any Error)
+    private let stored: Output
+
+    @usableFromInline
+    init(_ value: Output) {
+        stored = value
+        super.init()
+        markReadyValue(name: "just")
     }
 
-    private let outcome: Outcome
+    override func readyOutcome(_ deliver: (Output) -> Void) -> Termination? {
+        deliver(stored)
+        return .completed
+    }
 
-    init(_ outcome: Outcome, name: String) {
-        self.outcome = outcome
+    override func run(_ result: CommandResult<Output>) -> (any Cancelable)? {
+        result.succeed(stored)
+        return nil
+    }
+}
+
+/// `Command.empty` (no error) and `Command.fail` (its error): as ``JustCommand``, without a value.
+final class ReadyValueCommand<Output: Sendable>: Command<Output>, @unchecked Sendable {
+    // `@unchecked Sendable`: its own stored property is immutable; the rest is `Command`'s.
+    private let error: (any Error)?
+
+    init(_ error: (any Error)?, name: String) {
+        self.error = error
         super.init()
+        markReadyValue(name: name)
+    }
+
+    override func readyOutcome(_ deliver: (Output) -> Void) -> Termination? {
+        error.map { .failed($0) } ?? .completed
+    }
+
+    override func run(_ result: CommandResult<Output>) -> (any Cancelable)? {
+        if let error { result.fail(error) } else { result.complete() }
+        return nil
+    }
+}
+
+extension Command {
+    /// Names a ready-value command and marks it to run in place, or to be read without running by a
+    /// combinator that is its only user.
+    func markReadyValue(name: String) {
         machine.withLock { machine in
             machine.name = name
             machine.queue.inPlace = true
             machine.queue.readyValue = true
         }
-    }
-
-    override func readyOutcome(_ value: (Output) -> Void) -> Termination? {
-        switch outcome {
-        case .value(let stored):
-            value(stored)
-            return .completed
-        case .empty: return .completed
-        case .failure(let error): return .failed(error)
-        }
-    }
-
-    override func run(_ result: CommandResult<Output>) -> (any Cancelable)? {
-        switch outcome {
-        case .value(let value): result.succeed(value)
-        case .empty: result.complete()
-        case .failure(let error): result.fail(error)
-        }
-        return nil
     }
 }

@@ -64,12 +64,20 @@ extension Command {
     package func replayIfFinished(_ value: (Output) -> Void) -> Termination? {
         // One lock round for both answers: finished, or a ready value (`Command.just`) nothing else
         // touched, whose stored outcome is read without running it.
-        let (finished, ready) = machine.withLock { machine -> ((ValueLog<Output>, Termination)?, Bool) in
-            if machine.isFinished, let outcome = machine.outcome { return ((machine.log, outcome), false) }
-            return (nil, machine.isUntouchedReadyValue)
+        // No generic tuple or optional around the log: each would cost a metadata look-up per call in
+        // this unspecialised code.
+        var log = ValueLog<Output>()
+        var outcome: Termination?
+        let ready = machine.withLock { machine -> Bool in
+            if machine.isFinished, let ended = machine.outcome {
+                log = machine.log
+                outcome = ended
+                return false
+            }
+            return machine.isUntouchedReadyValue
         }
         if ready { return readyOutcome(value) }
-        guard let (log, outcome) = finished else { return nil }
+        guard let outcome else { return nil }
         var index = log.startIndex
         while index < log.endIndex {
             value(log.value(at: index))
