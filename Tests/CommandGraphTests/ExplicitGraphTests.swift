@@ -29,10 +29,16 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         let parse = try graph.add(node("parse", log: log), dependsOn: [fetch])
         try graph.add(node("save", log: log), dependsOn: [parse], weight: 8)
         let events = Locked<[String]>([])
-        try graph.run(on: .immediate) { event in events.withLock { $0.append("\(event.name) \(event.state)") } }
+        let completedEvents = Checkpoint(count: 3)
+        try graph.run(on: .immediate) { event in
+            events.withLock { $0.append("\(event.name) \(event.state)") }
+            if "\(event.state)" == "completed" { completedEvents.fulfill() }
+        }
         let outcome = await graph.outcome
         #expect(outcome.succeeded && outcome.completed.count == 3)
         #expect(log.withLock { $0 } == ["fetch", "parse", "save"])
+        // The outcome does not wait for `onEvent` (documented): the last event may come just after it.
+        #expect(await completedEvents.wait())
         #expect(events.withLock { $0 }.filter { $0.hasSuffix("completed") }.count == 3)
         #expect(ProgressGuard.withLock { graph.progress.totalUnitCount } == 10)
         #expect(graph.fractionCompleted == 1)
