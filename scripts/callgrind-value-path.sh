@@ -25,7 +25,7 @@ for name in "${cases[@]}"; do
     low=$(count "$name" 10000)
     high=$(count "$name" 30000)
     per=$(( (high - low) / 20000 ))
-    if [ "$name" = map100 ]; then
+    if [ "$name" = map100 ] || [ "$name" = kept100 ]; then
         echo "$name: $per instructions per value ($(( per / 100 )) per stage)"
     else
         echo "$name: $per instructions per value sent"

@@ -22,7 +22,7 @@ final class Counter: @unchecked Sendable {
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let values = Int(arguments[2]) else {
     print(
-        "usage: ValuePath map100|filtermap|flatmap|flatmapjust|send|chain|exclusivechain|exclusivefanin|fanin|handwritten <values>"
+        "usage: ValuePath map100|filtermap|flatmap|flatmapjust|kept100|send|chain|exclusivechain|exclusivefanin|fanin|handwritten <values>"
     )
     exit(2)
 }
@@ -122,12 +122,23 @@ if arguments[1] == "chain" || arguments[1] == "exclusivechain" {
 }
 
 let subject = CommandSubject<Int>(replay: .none)
+/// The stages `kept100` keeps alive (so they are not fused).
+nonisolated(unsafe) var keptStages: [Command<Int>] = []
 let output: Command<Int>
 let expected: Int
 switch arguments[1] {
 case "map100":
     var node: Command<Int> = subject
     for _ in 0..<100 { node = node.map { $0 &+ 1 } }
+    output = node
+    expected = values
+case "kept100":
+    // 100 map stages the program keeps (an array of them): none is fused, each is a node.
+    var node: Command<Int> = subject
+    for _ in 0..<100 {
+        node = node.map { $0 &+ 1 }
+        keptStages.append(node)
+    }
     output = node
     expected = values
 case "filtermap":
