@@ -47,11 +47,8 @@ open class DownloadCommand: Command<URL>, @unchecked Sendable {
             direction: .receiving, toFile: temporary, report: { result.reportProgress(completed: $0, of: $1) },
             finish: { ending in
                 switch ending {
-                case .file(let response, let file):
-                    guard (200..<300).contains(response.statusCode) else {
-                        try? FileManager.default.removeItem(at: file)
-                        return result.fail(HTTPError(response, body: Data(), command: command))
-                    }
+                case .file(_, let file):
+                    // A file only for a status in 200..<300 (`Transfer.didReceive(_:)`).
                     do {
                         if FileManager.default.fileExists(atPath: destination.path) {
                             try FileManager.default.removeItem(at: destination)
@@ -63,17 +60,8 @@ open class DownloadCommand: Command<URL>, @unchecked Sendable {
                         result.fail(error)
                     }
                 case .response(let response, let body):
-                    // An error status (its body kept in memory), or an empty success.
-                    if (200..<300).contains(response.statusCode) {
-                        do {
-                            try body.write(to: destination, options: .atomic)
-                            result.succeed(destination)
-                        } catch {
-                            result.fail(error)
-                        }
-                    } else {
-                        result.fail(HTTPError(response, body: body, command: command))
-                    }
+                    // Only an error status keeps the body in memory: it is the server's explanation.
+                    result.fail(HTTPError(response, body: body, command: command))
                 case .failed(let error):
                     result.fail(error)
                 }

@@ -17,7 +17,9 @@ final class Transfer: @unchecked Sendable {
 
     /// How the transfer ended, once.
     enum Ending {
+        /// The whole body in memory: a transfer without a file, or a download's error status.
         case response(HTTPURLResponse, body: Data)
+        /// A download's body, written to its file (a status in 200..<300 only).
         case file(HTTPURLResponse, URL)
         case failed(any Error)
     }
@@ -181,11 +183,8 @@ enum ResponseDelivery {
             } else {
                 result.fail(HTTPError(response, body: body, command: command))
             }
-        case .file(let response, let file):
-            // Not asked for by a request; read back for completeness.
-            let body = (try? Data(contentsOf: file)) ?? Data()
-            try? FileManager.default.removeItem(at: file)
-            respond(.response(response, body: body), to: result, command: command)
+        case .file:
+            preconditionFailure("a transfer without a file to write ended with one")
         case .failed(let error):
             result.fail(error)
         }
