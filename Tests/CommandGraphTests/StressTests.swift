@@ -44,6 +44,13 @@ private final class ExecutionProbe: Sendable {
         }
     }
 
+    /// What the violations were, for the failure message.
+    var report: String {
+        state.withLock {
+            "afterTerminal \($0.afterTerminal), terminals \($0.terminals), valuesAfterCancel \($0.valuesAfterCancel), endedCancelled \($0.endedCancelled)"
+        }
+    }
+
     /// Nanoseconds from `cancel()` returning to the terminal event, when cancel came first.
     var cancelLatency: UInt64? {
         state.withLock { state in
@@ -127,6 +134,7 @@ private final class ExecutionProbe: Sendable {
                 return
             }
             violations += probes.reduce(0) { $0 + $1.violations }
+            for probe in probes where probe.violations > 0 { Issue.record("seed \(seed): \(probe.report)") }
             longestCancelLatency = max(longestCancelLatency, probes.compactMap(\.cancelLatency).max() ?? 0)
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
