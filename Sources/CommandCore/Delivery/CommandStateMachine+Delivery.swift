@@ -21,10 +21,12 @@ extension CommandStateMachine {
         // A hot source's common case: nothing kept for late observers (`replay` `.none`), nothing
         // pending, one idle `.immediate` observer up to date, which the caller hands the value to in
         // place. The log only counts the value: it is never stored, so never copied nor destroyed.
-        if claimInPlace && replay == .none && log.isEmpty && observers.count == 1 && observers[0].kind == .events
-            && !observers[0].scheduled && observers[0].context.isImmediate && observers[0].cursor == index
+        // A kept stage's common case (a combinator node, `replay` `.latest`): the same, with the log's one
+        // kept value replaced in place (no append, no trim, no loop over the observers).
+        if claimInPlace && observers.count == 1 && observers[0].kind == .events && !observers[0].scheduled
+            && observers[0].context.isImmediate && observers[0].cursor == index
+            && (replay == .none ? log.skipIfEmpty() : replay == .latest && log.replaceOnlyValue(with: value))
         {
-            log.skip()
             observers[0].scheduled = true
             observers[0].cursor = index + 1
             return (Wakeups(), InPlaceClaim(observer: observers[0].id, box: observers[0].sink))

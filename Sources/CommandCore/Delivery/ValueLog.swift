@@ -45,12 +45,29 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
         ring.count += 1
     }
 
-    /// Counts a value that nobody will read from the log (delivered in place, nothing kept): the
-    /// indexes move on, nothing is stored. Only while the log is empty.
+    /// Counts a value that nobody will read from the log (delivered in place, nothing kept), if the
+    /// log is empty: the indexes move on, nothing is stored. False (nothing done) otherwise.
     @inline(__always)
-    mutating func skip() {
-        precondition(isEmpty, "ValueLog.skip: values are kept")
+    mutating func skipIfEmpty() -> Bool {
+        guard isEmpty else { return false }
         startIndex += 1
+        return true
+    }
+
+    /// When the log keeps exactly one value: replaces it with `value`, as `append(value)` then
+    /// `trim(below: endIndex - 1)` would (the indexes move on by one), in place; false (nothing
+    /// done) otherwise, or when the ring is shared.
+    @inline(__always)
+    mutating func replaceOnlyValue(with value: Output) -> Bool {
+        if Self.isZeroSized {
+            guard zeroSizedCount == 1 else { return false }
+            startIndex += 1
+            return true
+        }
+        guard ring != nil, ring!.count == 1, isKnownUniquelyReferenced(&ring!) else { return false }
+        ring!.slot(0).assumingMemoryBound(to: Output.self).pointee = value
+        startIndex += 1
+        return true
     }
 
     @inline(__always)
