@@ -1,7 +1,13 @@
-// One process-wide atomic integer, read on every command's start and end: the logging threshold of
-// `CommandLogging` (the lowest level a logger wants; INT_MAX when no logger is set). C11 atomics,
-// because Swift's own (`Synchronization`) need macOS 15 / iOS 18 and this package supports older
-// systems. Internal to the package: `CommandCore` imports it with `internal import`.
+// What CommandCore needs from C11 that Swift does not give on every supported system. Internal to the
+// package: `CommandCore` imports it with `internal import`.
+//
+// 1. One process-wide atomic integer, read on every command's start and end: the logging threshold of
+//    `CommandLogging` (the lowest level a logger wants; INT_MAX when no logger is set). C11 atomics,
+//    because Swift's own (`Synchronization`) need macOS 15 / iOS 18 and this package supports older
+//    systems.
+// 2. A few thread-local pointer slots (`_Thread_local`), read on every value a stage delivers: a
+//    cache in front of `pthread_getspecific` for `ThreadLocal` (which still owns each value, and
+//    releases it when the thread exits through its pthread key).
 #ifndef COMMAND_ATOMICS_H
 #define COMMAND_ATOMICS_H
 
@@ -17,6 +23,29 @@ static inline int command_atomics_load_log_threshold(void) {
 /// Sets the threshold (the logger itself is published under `CommandLogging`'s lock).
 static inline void command_atomics_store_log_threshold(int value) {
     atomic_store_explicit(&command_atomics_log_threshold, value, memory_order_relaxed);
+}
+
+/// How many `ThreadLocal`s get a fast slot; later ones use only their pthread key.
+#define COMMAND_THREAD_SLOT_COUNT 8
+
+extern _Thread_local void *_Nullable command_thread_slots[COMMAND_THREAD_SLOT_COUNT];
+extern _Atomic(int) command_thread_slots_reserved;
+
+/// A slot index for a new `ThreadLocal` (once per instance); `COMMAND_THREAD_SLOT_COUNT` or more: none left.
+static inline int command_thread_slot_reserve(void) {
+    return atomic_fetch_add_explicit(&command_thread_slots_reserved, 1, memory_order_relaxed);
+}
+
+/// This thread's pointer in `slot` (NULL until set).
+static inline void *_Nullable command_thread_slot_get(int slot) { return command_thread_slots[slot]; }
+
+static inline void command_thread_slot_set(int slot, void *_Nullable value) { command_thread_slots[slot] = value; }
+
+/// Clears this thread's slots holding `value` (its owner is releasing it as the thread exits).
+static inline void command_thread_slots_clear(void *_Nullable value) {
+    for (int slot = 0; slot < COMMAND_THREAD_SLOT_COUNT; slot++) {
+        if (command_thread_slots[slot] == value) command_thread_slots[slot] = 0;
+    }
 }
 
 #endif
