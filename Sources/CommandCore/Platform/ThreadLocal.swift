@@ -1,3 +1,5 @@
+internal import CommandAtomics
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -7,8 +9,6 @@
 #else
     #error("AwesomeCommand needs Glibc, Musl or Darwin (a POSIX C library) for its locks and threads")
 #endif
-
-internal import CommandAtomics
 
 /// One instance of `Value` per thread, made on first use and released when the thread exits.
 /// Only its own thread touches it, so it needs no lock.
