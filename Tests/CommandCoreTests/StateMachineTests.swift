@@ -6,7 +6,7 @@ import Testing
 
 /// The command's state machine as a plain value: no threads, no queues, no locks.
 @Suite struct StateMachineTests {
-    typealias Machine = CommandStateMachine<Int>
+    typealias Machine = CommandStateMachine
 
     private func executing() -> Machine {
         var machine = Machine()
@@ -24,7 +24,7 @@ import Testing
 
     private func values(_ machine: inout Machine, observer: UInt64) -> [CommandEvent<Int>] {
         var events: [CommandEvent<Int>] = []
-        while let event = machine.nextEvent(for: observer) { events.append(event) }
+        while let event = machine.nextEvent(for: observer, as: Int.self) { events.append(event) }
         return events
     }
 
@@ -210,7 +210,7 @@ import Testing
 
     @Test func delivery_isInOrder_andTheTerminalEventComesLast() {
         var machine = executing()
-        let (id, wakeup) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        let (id, wakeup) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
         #expect(wakeup == nil)
         #expect(machine.send(1)?.count == 1)
         #expect(machine.send(2)?.isEmpty == true)  // already scheduled: no second drain
@@ -227,7 +227,7 @@ import Testing
     @Test func inPlaceClaim_withNothingKept_storesNothing_andIdlesOnlyWhenCaughtUp() {
         var machine = executing()
         machine.replay = .none
-        let (id, _) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
         guard let (wakeups, claim) = machine.send(1, claimInPlace: true) else { Issue.record("ignored"); return }
         #expect(wakeups.isEmpty && claim?.observer == id)
         #expect(machine.retainedValueCount == 0 && machine.log.endIndex == 1)
@@ -243,7 +243,7 @@ import Testing
         let idleCaughtUp = machine.idleAfterInPlace(id)
         #expect(idleCaughtUp)
         // A late observer gets nothing of what was sent (replay `.none`), then what comes.
-        let late = machine.addObserver(context: .immediate, sink: .events { _ in }).id
+        let late = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
         _ = machine.send(4)
         _ = machine.finish(.completed)
         #expect(values(&machine, observer: late).compactMap(\.value) == [4])
@@ -251,10 +251,10 @@ import Testing
 
     @Test func cancel_dropsValuesNotYetClaimed() {
         var machine = executing()
-        let (id, _) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
         _ = machine.send(1)
         _ = machine.send(2)
-        guard case .value(1) = machine.nextEvent(for: id) else { Issue.record("first"); return }
+        guard case .value(1) = machine.nextEvent(for: id, as: Int.self) else { Issue.record("first"); return }
         _ = machine.terminate(.cancelled(.cancelled("x")))
         let rest = values(&machine, observer: id)
         #expect(rest.count == 1)
@@ -265,7 +265,7 @@ import Testing
         var machine = executing()
         for value in 0..<5 { _ = machine.send(value) }
         _ = machine.finish(.completed)
-        let (id, wakeup) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        let (id, wakeup) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
         #expect(wakeup != nil)
         #expect(values(&machine, observer: id).compactMap(\.value) == [0, 1, 2, 3, 4])
     }
@@ -273,14 +273,14 @@ import Testing
     @Test func replay_latest_keepsOnlyTheLastValue_butNeverDropsUndelivered() {
         var machine = executing()
         machine.replay = .latest
-        let (slow, _) = machine.addObserver(context: .immediate, sink: .events { _ in })
+        let (slow, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
         for value in 0..<5 { _ = machine.send(value) }
         #expect(machine.retainedValueCount == 5)  // the slow observer has not read them yet
-        let late = machine.addObserver(context: .immediate, sink: .events { _ in }).id
+        let late = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
         #expect(values(&machine, observer: slow).compactMap(\.value) == [0, 1, 2, 3, 4])
         _ = machine.finish(.completed)
         #expect(values(&machine, observer: late).compactMap(\.value) == [0, 1, 2, 3, 4])
-        let later = machine.addObserver(context: .immediate, sink: .events { _ in }).id
+        let later = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
         #expect(values(&machine, observer: later).compactMap(\.value) == [4])
     }
 
@@ -290,21 +290,21 @@ import Testing
         for value in 0..<5 { _ = machine.send(value) }
         #expect(machine.retainedValueCount == 0)
         _ = machine.finish(.completed)
-        let id = machine.addObserver(context: .immediate, sink: .events { _ in }).id
+        let id = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
         let events = values(&machine, observer: id)
         #expect(events.count == 1 && events[0].isTerminal)
     }
 
     @Test func stateObservers_getExecutingThenTheTerminalState() {
         var machine = Machine()
-        let id = machine.addObserver(context: .immediate, sink: .states { _ in }).id
+        let id = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.states { _ in }).id
         _ = machine.claim(walk: 1)
         _ = machine.register(walk: 1, admitting: false, makeQueue: { OperationQueue() })
-        guard case .run(_, let wakeups) = machine.start(external: false) else { Issue.record("start"); return }
+        guard case .run(let wakeups) = machine.start(external: false) else { Issue.record("start"); return }
         #expect(wakeups.count == 1)
         _ = machine.finish(.completed)
         var states: [String] = []
-        while let state = machine.nextState(for: id) { states.append(state.description) }
+        while let state = machine.nextState(for: id, as: Int.self) { states.append(state.description) }
         #expect(states == ["executing", "completed"])
     }
 
@@ -324,24 +324,24 @@ import Testing
     }
 
     @Test func valueLog_trimsAndIndexesAbsolutely() {
-        var log = ValueLog<Int>()
+        var log = ValueLog()
         for value in 0..<1000 { log.append(value) }
         log.trim(below: 990)
         #expect(log.startIndex == 990 && log.endIndex == 1000)
-        #expect(log.value(at: 995) == 995)
+        #expect(log.value(at: 995, as: Int.self) == 995)
         log.trim(below: 2000)
         #expect(log.isEmpty && log.startIndex == 1000)
         log.append(7)
-        #expect(log.value(at: 1000) == 7)
+        #expect(log.value(at: 1000, as: Int.self) == 7)
     }
 
     /// `Void` values are counted, not stored; indexes and trimming behave as for any other type.
     @Test func valueLog_ofAZeroSizedType_countsItsValues() {
-        var log = ValueLog<Void>()
+        var log = ValueLog()
         #expect(log.isEmpty)
         for _ in 0..<5 { log.append(()) }
         #expect(log.startIndex == 0 && log.endIndex == 5 && !log.isEmpty)
-        log.value(at: 4)
+        log.value(at: 4, as: Void.self)
         log.trim(below: 3)
         #expect(log.startIndex == 3 && log.endIndex == 5)
         log.trim(below: 10)

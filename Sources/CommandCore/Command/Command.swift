@@ -76,8 +76,15 @@ import Foundation
 open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable {
     // `@unchecked Sendable`: every mutable field of the command lives in `machine`, guarded by its
     // lock (one allocation holding the lock and the state), except `orderWord`, guarded by
-    // `EdgeOrder.lock`.
-    let machine: Locked<CommandStateMachine<Output>>
+    // `EdgeOrder.lock`, and `body`, guarded by `machine`'s lock too (see there).
+    let machine: Locked<CommandStateMachine>
+
+    /// The closure of `Command { result in ... }` (nil: a subclass's `run`), kept here and not in the
+    /// state machine, which is not generic (see `ValueLog`). Guarded by `machine`'s lock: set in
+    /// `init`, read under the lock where the run starts (`begin`, only while enqueued), and released
+    /// once the command ended (`performLocally`, after the lock that ended it: no start reads it
+    /// after the end).
+    @exclusivity(unchecked) var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
 
     /// The command's place in the process-wide dependency order and whether a command depends on it
     /// (see ``EdgeOrder``). Guarded by `EdgeOrder.lock`.
@@ -94,9 +101,8 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// and returns what cancels the work, or nil. It runs on ``executeQueue``, and is released when the
     /// command ends.
     public init(_ body: @escaping @Sendable (CommandResult<Output>) -> (any Cancelable)?) {
-        var machine = CommandStateMachine<Output>()
-        machine.body = body
-        self.machine = .make(machine)
+        machine = .make(CommandStateMachine())
+        self.body = body
         orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
         super.init()
     }

@@ -66,7 +66,7 @@ extension Command {
         // touched, whose stored outcome is read without running it.
         // No generic tuple or optional around the log: each would cost a metadata look-up per call in
         // this unspecialised code.
-        var log = ValueLog<Output>()
+        var log = ValueLog()
         var outcome: Termination?
         let ready = machine.withLock { machine -> Bool in
             if machine.isFinished, let ended = machine.outcome {
@@ -80,7 +80,7 @@ extension Command {
         guard let outcome else { return nil }
         var index = log.startIndex
         while index < log.endIndex {
-            value(log.value(at: index))
+            value(log.value(at: index, as: Output.self))
             index += 1
         }
         return outcome
@@ -89,7 +89,7 @@ extension Command {
     @discardableResult
     func attach(
         context: CallbackContext, sink: ObserverSink<Output>,
-        as attachment: CommandStateMachine<Output>.Attachment = .observer
+        as attachment: CommandStateMachine.Attachment = .observer
     ) -> UInt64 {
         var drainer: (@Sendable (UInt64) -> Void)?
         if context.isImmediate && machine.withLock({ $0.drainer == nil }) {

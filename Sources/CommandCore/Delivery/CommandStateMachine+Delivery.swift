@@ -6,7 +6,7 @@ extension CommandStateMachine {
 
     /// A value from `run`; nil when ignored (not executing).
     @inline(__always)
-    mutating func send(_ value: Output) -> Wakeups? {
+    mutating func send<Output: Sendable>(_ value: Output) -> Wakeups? {
         send(value, claimInPlace: false)?.wakeups
     }
 
@@ -15,7 +15,7 @@ extension CommandStateMachine {
     /// at once (marked scheduled, its cursor past it): the caller delivers it in place, without a
     /// second lock to claim it. The other observers are woken as usual.
     @inline(__always)
-    mutating func send(_ value: Output, claimInPlace: Bool) -> (wakeups: Wakeups, claim: InPlaceClaim?)? {
+    mutating func send<Output: Sendable>(_ value: Output, claimInPlace: Bool) -> (wakeups: Wakeups, claim: InPlaceClaim?)? {
         guard case .executing = lifecycle else { return nil }
         let index = log.endIndex
         // A hot source's common case: nothing kept for late observers (`replay` `.none`), nothing
@@ -73,7 +73,7 @@ extension CommandStateMachine {
     }
 
     @inline(__always)
-    mutating func addObserver(
+    mutating func addObserver<Output: Sendable>(
         context: CallbackContext, sink: ObserverSink<Output>, as attachment: Attachment = .observer
     ) -> (id: UInt64, wakeup: Wakeup?) {
         switch attachment {
@@ -121,14 +121,14 @@ extension CommandStateMachine {
     /// `slot`). A value is never claimed once the command was cancelled: that is what makes "no value
     /// callback starts after `cancel()` returned" hold.
     @inline(__always)
-    mutating func nextDelivery(for observer: UInt64, into slot: UnsafeMutablePointer<Output>) -> Delivery {
+    mutating func nextDelivery<Output: Sendable>(for observer: UInt64, into slot: UnsafeMutablePointer<Output>) -> Delivery {
         guard let index = observerIndex(observer) else { return .idle }
         let box = observers[index].sink
         switch observers[index].kind {
         case .events:
             let cancelled = isCancelled
             if !cancelled && observers[index].cursor < log.endIndex {
-                slot.initialize(to: log.value(at: observers[index].cursor))
+                slot.initialize(to: log.value(at: observers[index].cursor, as: Output.self))
                 observers[index].cursor += 1
                 let more = observers[index].cursor < log.endIndex || outcome != nil
                 trim()
@@ -164,7 +164,7 @@ extension CommandStateMachine {
     }
 
     /// The next event for `observer`, as a value (for tests of the machine without threads).
-    mutating func nextEvent(for observer: UInt64) -> CommandEvent<Output>? {
+    mutating func nextEvent<Output: Sendable>(for observer: UInt64, as type: Output.Type) -> CommandEvent<Output>? {
         let slot = UnsafeMutablePointer<Output>.allocate(capacity: 1)
         defer { slot.deallocate() }
         switch nextDelivery(for: observer, into: slot) {
@@ -175,7 +175,7 @@ extension CommandStateMachine {
     }
 
     /// The next state change for `observer` (for tests of the machine without threads).
-    mutating func nextState(for observer: UInt64) -> CommandState? {
+    mutating func nextState<Output: Sendable>(for observer: UInt64, as type: Output.Type) -> CommandState? {
         let slot = UnsafeMutablePointer<Output>.allocate(capacity: 1)
         defer { slot.deallocate() }
         if case .state(let state, _) = nextDelivery(for: observer, into: slot) { return state }

@@ -1,25 +1,27 @@
 /// The values of one run, addressed by absolute index (0 for the first value ever sent), with the
 /// oldest ones dropped as the replay policy allows.
 ///
-/// The values live in a ``RawRing`` (raw memory, not generic), not an `[Output]`: the state machine
-/// runs as unspecialised generic code (`Command<Output>` is generic across the module boundary), where
-/// every `Array<Output>` operation, and every access to a generic class such as `Ring<Output>`, looks
-/// that type's metadata up in the runtime's hash table (one or two look-ups per value per stage,
-/// measured with callgrind). Typed work is done here, inline, with `Output`'s own metadata.
+/// Not generic, so the command's state machine that holds it is not either: a generic state
+/// (`CommandStateMachine<Output>`) made every command look its type's metadata up in the runtime's
+/// hash table when it was made, locked and destroyed (about 2,500 instructions a command, measured
+/// with callgrind on a `flatMap` making an inner per value). The values live in a ``RawRing`` (raw
+/// memory); the typed operations take the type as a generic parameter of the method (the command
+/// passes its `Output`), so typed work is done inline with `Output`'s own metadata; dropping values
+/// (``trim(below:)``, untyped) destroys them through the ring's stored type.
 ///
-/// - Complexity: `append`, `value(at:)` and `trim(below:)` are amortised O(1).
-struct ValueLog<Output: Sendable>: @unchecked Sendable {
+/// A zero-sized `Output` (`Void`, the output of most commands in a graph) is counted, not stored: such
+/// a command allocates no ring (about 80 bytes a command).
+///
+/// - Complexity: `append`, `value(at:as:)` and `trim(below:)` are amortised O(1).
+struct ValueLog: @unchecked Sendable {
     // `@unchecked Sendable`: the ring is only touched under the owning command's lock (the log is
     // part of its state machine), and copied before a write when shared (`isKnownUniquelyReferenced`).
     private var ring: RawRing?
     /// Absolute index of the oldest kept value.
     private(set) var startIndex = 0
-    /// The values kept of a zero-sized `Output` (`Void`, the output of most commands in a graph):
-    /// counted, not stored, so such a command allocates no ring (about 80 bytes a command).
+    /// The values kept of a zero-sized `Output`: counted, not stored (0 for any other type, whose
+    /// values are in `ring`).
     private var zeroSizedCount = 0
-
-    @inline(__always)
-    private static var isZeroSized: Bool { MemoryLayout<Output>.size == 0 }
 
     /// Absolute index one past the newest value.
     @inline(__always)
@@ -29,8 +31,8 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
     var isEmpty: Bool { (ring?.count ?? zeroSizedCount) == 0 }
 
     @inline(__always)
-    mutating func append(_ value: Output) {
-        if Self.isZeroSized {
+    mutating func append<Output: Sendable>(_ value: Output) {
+        if MemoryLayout<Output>.size == 0 {
             zeroSizedCount += 1
             return
         }
@@ -58,8 +60,8 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
     /// `trim(below: endIndex - 1)` would (the indexes move on by one), in place; false (nothing
     /// done) otherwise, or when the ring is shared.
     @inline(__always)
-    mutating func replaceOnlyValue(with value: Output) -> Bool {
-        if Self.isZeroSized {
+    mutating func replaceOnlyValue<Output: Sendable>(with value: Output) -> Bool {
+        if MemoryLayout<Output>.size == 0 {
             guard zeroSizedCount == 1 else { return false }
             startIndex += 1
             return true
@@ -70,11 +72,12 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
         return true
     }
 
+    /// The value at absolute index `index`, of the type it was appended as.
     @inline(__always)
-    func value(at index: Int) -> Output {
+    func value<Output: Sendable>(at index: Int, as type: Output.Type) -> Output {
         precondition(
             index >= startIndex && index < endIndex, "ValueLog: index \(index) outside \(startIndex)..<\(endIndex)")
-        if Self.isZeroSized {
+        if MemoryLayout<Output>.size == 0 {
             // A zero-sized value has no bytes: any aligned address reads one.
             return UnsafeRawPointer(bitPattern: MemoryLayout<Output>.alignment)!.assumingMemoryBound(to: Output.self)
                 .pointee
@@ -82,22 +85,18 @@ struct ValueLog<Output: Sendable>: @unchecked Sendable {
         return ring!.slot(index - startIndex).assumingMemoryBound(to: Output.self).pointee
     }
 
-    /// Drops every value whose absolute index is below `index`.
+    /// Drops every value whose absolute index is below `index` (destroyed through the ring's type).
     @inline(__always)
     mutating func trim(below index: Int) {
         let drop = min(index, endIndex) - startIndex
-        if Self.isZeroSized && drop > 0 {
+        guard drop > 0 else { return }
+        guard ring != nil else {
             zeroSizedCount -= drop
             startIndex += drop
             return
         }
-        guard drop > 0, ring != nil else { return }
         if !isKnownUniquelyReferenced(&ring!) { ring = ring!.copy() }
-        let ring = ring!
-        for _ in 0..<drop {
-            ring.slot(0).assumingMemoryBound(to: Output.self).deinitialize(count: 1)
-            ring.removeFirst()
-        }
+        ring!.removeFirst(drop)
         startIndex += drop
     }
 }
@@ -147,6 +146,18 @@ package final class RawRing {
     @inline(__always)
     func slot(_ offset: Int) -> UnsafeMutableRawPointer {
         buffer! + ((head + offset) & (capacity - 1)) * stride
+    }
+
+    /// Destroys and forgets the `count` oldest values (their type opened once).
+    func removeFirst(_ count: Int) {
+        Self.destroyFirst(elementType, count, of: self)
+    }
+
+    private static func destroyFirst<Value: Sendable>(_: Value.Type, _ count: Int, of ring: RawRing) {
+        for _ in 0..<count {
+            ring.slot(0).assumingMemoryBound(to: Value.self).deinitialize(count: 1)
+            ring.removeFirst()
+        }
     }
 
     /// Forgets the oldest value (already deinitialised by the caller).

@@ -83,7 +83,7 @@ extension Command {
         machine.withLock { machine -> (Output?, Termination)? in
             guard let outcome = machine.outcome else { return nil }
             let log = machine.log
-            return (log.endIndex > log.startIndex ? log.value(at: log.endIndex - 1) : nil, outcome)
+            return (log.endIndex > log.startIndex ? log.value(at: log.endIndex - 1, as: Output.self) : nil, outcome)
         }
     }
 

@@ -30,6 +30,8 @@ extension Command {
     /// An ending's effects on this command; returns what its dependents must be told.
     func performLocally(_ ending: Ending) -> Propagation? {
         if CommandLogging.isOn { CommandLogging.ended(displayName, ending.outcome) }
+        // The run's closure goes with the end (see `body`: nothing reads it once the command ended).
+        body = nil
         // Before `isFinished` and before any dependent is told: nothing can start because of it yet.
         if !ending.observers.isEmpty {
             let state = ending.outcome.state

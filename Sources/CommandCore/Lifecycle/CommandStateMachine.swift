@@ -38,11 +38,13 @@ final class RareBox: @unchecked Sendable {
 ///                          (cancelled while its queue holds it) endedBeforeStart --start--> finished
 /// ```
 ///
-/// The methods the engine calls on every command are `@inline(__always)`: called from the generic
-/// `Command<Output>`, a method of this generic struct needs the struct's own type metadata, found in a
-/// global hash map on every call (about 300 instructions, 19% of a chain's instructions measured with
-/// callgrind); inlined, it only touches fields whose layout does not depend on `Output` (17% fewer
-/// instructions per command).
+/// Not generic: the values live in a ``ValueLog`` whose typed methods take `Output` as their own
+/// generic parameter, and the run's closure is kept by the command (`Command.body`). A generic state
+/// (`CommandStateMachine<Output>`, until session 9) cost every command its type's metadata look-ups in
+/// the runtime's hash table (to make its lock's storage, to reach its methods, to destroy it: about
+/// 2,500 instructions a command; a chain's command went 35,019 -> 32,538 instructions without them).
+/// The methods the engine calls on every command are still `@inline(__always)`: they run inside the
+/// lock's closure in the unspecialised `Command<Output>`.
 ///
 /// One struct, its halves by behaviour: the lifecycle here (the states and the end); starting in
 /// `Start/CommandStateMachine+Start.swift`; edges, the execute walk and dependencies' endings in
@@ -50,7 +52,7 @@ final class RareBox: @unchecked Sendable {
 /// `Scheduling/CommandStateMachine+HandOver.swift`; a combinator's inputs in
 /// `Inputs/CommandStateMachine+Inputs.swift`; values and observers in
 /// `Delivery/CommandStateMachine+Delivery.swift`.
-struct CommandStateMachine<Output: Sendable>: Sendable {
+struct CommandStateMachine: Sendable {
     var timing = CommandTiming()
     var queue = QueueSettings()
     /// Internal consumers (combinators subscribed to this command); when the last one detaches and
@@ -66,8 +68,6 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     /// The inputs by weak reference, for pictures of the graph after the inputs were released.
     var inputLinks: [WeakOperation] = []
     var name: String?
-    /// The closure of `Command { result in ... }`; released when the command ends.
-    var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
     var dependencies = OperationList()
     /// The identities of `dependencies` once there are `dependencySetThreshold` of them, so a
     /// duplicate edge is found in O(1), not O(edges): a fan-in of 100,000 dependencies would otherwise
@@ -75,7 +75,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
     var dependencyIDs: Set<ObjectIdentifier> = []
     var dependents = SmallList<any AnyCommand>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
-    var log = ValueLog<Output>()
+    var log = ValueLog()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var observers: [ObserverRecord] = []
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
@@ -307,7 +307,6 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
             observers: lifecycleObservers)
         if !runInProgress { inputs = [] }
         cancelable = nil
-        body = nil
         dependents = SmallList()
         if replay != .all { trim() }
         return ending
@@ -322,7 +321,7 @@ struct CommandStateMachine<Output: Sendable>: Sendable {
 
     /// `succeed`: a value and completion in one step, so observers are woken once, not twice.
     @inline(__always)
-    mutating func succeed(_ value: Output) -> Ending? {
+    mutating func succeed<Output: Sendable>(_ value: Output) -> Ending? {
         guard case .executing = lifecycle else { return nil }
         log.append(value)
         return end(.completed)

@@ -8,9 +8,13 @@ extension Command {
         // The engine's own queue calling `start()` on the command object it was given is the engine's
         // start, not a caller's.
         let current = external ? OperationQueue.current : nil
+        var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
         let (action, slot) = machine.withLock { machine in
             let holding = current.map(ObjectIdentifier.init) == machine.queue.holder && current != nil
-            return (machine.start(external: external, startedByHoldingQueue: holding), machine.takeAdmission())
+            let action = machine.start(external: external, startedByHoldingQueue: holding)
+            // The body is read under the lock that began the run (see `body`).
+            if case .run = action { body = self.body }
+            return (action, machine.takeAdmission())
         }
         // The slot goes to the next command waiting for one before this one runs.
         if let slot { Admission.started(slot: slot) }
@@ -21,7 +25,7 @@ extension Command {
             publishFinished()
         case .execute:
             executeGraph()
-        case .run(let body, let wakeups):
+        case .run(let wakeups):
             runNow(body: body, wakeups: wakeups)
         }
     }

@@ -5,8 +5,8 @@ import Foundation
 extension CommandStateMachine {
     enum StartAction: Sendable {
         case none
-        /// Call `run`; `body` is the closure of `init(_:)` (nil: the subclass's override).
-        case run(body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?, wakeups: Wakeups)
+        /// Call `run` (with the command's `body`, read under the same lock).
+        case run(wakeups: Wakeups)
         /// Post `isFinished` (the command ended while its queue held it).
         case postFinished
         /// Started by a queue the user added it to: execute it (walk the dependencies).
@@ -28,7 +28,7 @@ extension CommandStateMachine {
             timing.threadID = CommandTiming.currentThread
             didExecute = true
             runInProgress = true
-            return .run(body: body, wakeups: wakeStateObservers())
+            return .run(wakeups: wakeStateObservers())
         case .endedBeforeStart where queue.holder != nil && !startedByHoldingQueue:
             // The engine's queue holds the command object: only that queue may finish it.
             if external { startedExternally = true }
