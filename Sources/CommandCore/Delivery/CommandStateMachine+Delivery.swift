@@ -15,7 +15,9 @@ extension CommandStateMachine {
     /// at once (marked scheduled, its cursor past it): the caller delivers it in place, without a
     /// second lock to claim it. The other observers are woken as usual.
     @inline(__always)
-    mutating func send<Output: Sendable>(_ value: Output, claimInPlace: Bool) -> (wakeups: Wakeups, claim: InPlaceClaim?)? {
+    mutating func send<Output: Sendable>(_ value: Output, claimInPlace: Bool) -> (
+        wakeups: Wakeups, claim: InPlaceClaim?
+    )? {
         guard case .executing = lifecycle else { return nil }
         let index = log.endIndex
         // A hot source's common case: nothing kept for late observers (`replay` `.none`), nothing
@@ -121,7 +123,9 @@ extension CommandStateMachine {
     /// `slot`). A value is never claimed once the command was cancelled: that is what makes "no value
     /// callback starts after `cancel()` returned" hold.
     @inline(__always)
-    mutating func nextDelivery<Output: Sendable>(for observer: UInt64, into slot: UnsafeMutablePointer<Output>) -> Delivery {
+    mutating func nextDelivery<Output: Sendable>(for observer: UInt64, into slot: UnsafeMutablePointer<Output>)
+        -> Delivery
+    {
         guard let index = observerIndex(observer) else { return .idle }
         let box = observers[index].sink
         switch observers[index].kind {
