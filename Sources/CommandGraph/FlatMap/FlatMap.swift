@@ -103,14 +103,19 @@ final class FlatMapNode<Input: Sendable, Output: Sendable>: @unchecked Sendable 
     }
 
     private func innerCompleted() {
-        var next: Input?
-        let action = machine.withLock { machine -> FlatMapStateMachine.Action in
-            let action = machine.innerCompleted()
-            if case .startWaiting = action { next = takeWaiting() }
-            return action
+        // The waiting value to start, if any, is moved out through this slot: an `Input?` would cost
+        // two look-ups of `Optional<Input>`'s metadata per inner here (unspecialised code), about
+        // 650 instructions, a twentieth of a `flatMap` value.
+        withUnsafeTemporaryAllocation(of: Input.self, capacity: 1) { buffer in
+            let slot = buffer.baseAddress!
+            let action = machine.withLock { machine -> FlatMapStateMachine.Action in
+                let action = machine.innerCompleted()
+                if case .startWaiting = action { slot.initialize(to: takeWaiting()) }
+                return action
+            }
+            if case .startWaiting = action { return start(slot.move()) }
+            perform(action)
         }
-        if case .startWaiting = action, let next { return start(next) }
-        perform(action)
     }
 
     /// The oldest waiting value; under the lock.
