@@ -43,6 +43,15 @@ let package = Package(
             path: "Benchmarks/Combinators",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
         ),
+        // Not a benchmark suite: the issue-31 harness (interleaved trials, set-up timed apart).
+        .executableTarget(
+            name: "Harness",
+            dependencies: [
+                .product(name: "CommandGraph", package: "AwesomeCommand"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            path: "Benchmarks/Harness"
+        ),
         .executableTarget(
             name: "Locks",
             dependencies: [
