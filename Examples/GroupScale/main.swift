@@ -1,13 +1,15 @@
-// swift run -c release GroupScale [CHILDREN]
+// swift run -c release GroupScale [CHILDREN] [chain]
 //
 // The cost of a group per child against the same commands run by `Graph`: CHILDREN (default 100,000)
-// independent commands that succeed at once, built, run to the end and released, five rounds each,
-// alternating; prints the median time per child of each and their ratio.
+// commands that succeed at once, independent (or, with `chain`, each depending on the one before:
+// `addDependency` for the group, `Graph.add(_:dependsOn:)` for the graph), built, run to the end and
+// released, five rounds each, alternating; prints the median time per child of each and their ratio.
 import CommandGraph
 import Dispatch
 import Foundation
 
 let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
+let chained = CommandLine.arguments.dropFirst(2).first == "chain"
 
 func commands() -> [Command<Int>] {
     (0..<count).map { index in
@@ -24,7 +26,11 @@ func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 func viaGraph() async throws -> Double {
     let start = now()
     let graph = Graph()
-    for command in commands() { try graph.add(command) }
+    var previous: Command<Int>?
+    for command in commands() {
+        if chained, let previous { try graph.add(command, dependsOn: [previous]) } else { try graph.add(command) }
+        previous = command
+    }
     try graph.run(on: .immediate)
     let outcome = await graph.outcome
     precondition(outcome.completed.count == count)
@@ -33,7 +39,9 @@ func viaGraph() async throws -> Double {
 
 func viaGroup() async -> Double {
     let start = now()
-    let group = GroupCommand(name: "group", children: commands())
+    let children = commands()
+    if chained { for index in 1..<children.count { children[index].addDependency(children[index - 1]) } }
+    let group = GroupCommand(name: "group", children: children)
     let outcome = try? await group.value
     precondition(outcome?.completed.count == count)
     return Double(now() - start) / Double(count)
@@ -50,5 +58,6 @@ let graphMedian = median(graphTimes)
 let groupMedian = median(groupTimes)
 print(
     String(
-        format: "%d children: Graph %.2f us per child, GroupCommand %.2f us per child, ratio %.2f",
+        format:
+            "%d children\(chained ? " (a chain)" : ""): Graph %.2f us per child, GroupCommand %.2f us per child, ratio %.2f",
         count, graphMedian / 1000, groupMedian / 1000, groupMedian / graphMedian))

@@ -347,6 +347,26 @@ extension CommandState {
         #expect(GraphReport.chromeTrace(group).contains("(in a group)"))
     }
 
+    /// A group makes no `Progress` per child until its own is asked for; asked after the run, it
+    /// adopts the ended children (complete); asked before, it counts them as they end.
+    @Test func progress_isAdoptedWhenAskedFor_beforeOrAfterTheRun() async {
+        let steps = Steps()
+        let late = [child("a", steps), child("b", steps)]
+        let unasked = GroupCommand(name: "unasked", children: late)
+        _ = await run(unasked)
+        #expect(late.allSatisfy { !$0.hasProgress }, "no Progress per child while nobody asked")
+        #expect(unasked.fractionCompleted == 1)
+        #expect(late.allSatisfy { $0.hasProgress }, "adopted when the group's progress was made")
+
+        let early = [child("c", steps), child("d", steps), child("e", steps)]
+        let asked = GroupCommand(name: "asked", children: early)
+        #expect(asked.fractionCompleted == 0)
+        let ended = await run(asked)
+        #expect(ended.outcome?.completed.count == 3)
+        #expect(early.allSatisfy { $0.hasProgress && $0.fractionCompleted == 1 })
+        #expect(asked.fractionCompleted == 1)
+    }
+
     @Test func plainOperationChildren_run() async {
         let steps = Steps()
         let group = GroupCommand(

@@ -164,12 +164,33 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         // Apple platforms, and a `Graph` adds it as a child of its own. Made and completed outside
         // the lock (see `ProgressGuard`); an ending in between completes it too.
         let made = Progress.discreteProgress(totalUnitCount: 1)
-        let (progress, ended) = machine.withLock { machine in
-            if machine.progress == nil { machine.progress = made }
-            return (machine.progress ?? made, machine.outcome != nil)
+        let (progress, ended, hook) = machine.withLock {
+            machine -> (Progress, Bool, (@Sendable (Progress) -> Void)?) in
+            if let existing = machine.progress { return (existing, machine.outcome != nil, nil) }
+            machine.progress = made
+            // Taken once, by the thread that made the progress.
+            let hook = machine.hasRareFields ? machine.rare.progressMade : nil
+            if hook != nil { machine.rare.progressMade = nil }
+            return (made, machine.outcome != nil, hook)
         }
+        hook?(progress)
         if ended { ProgressGuard.complete(progress) }
         return progress
+    }
+
+    /// Whether ``progress`` was made (read) already.
+    package var hasProgress: Bool { machine.withLock { $0.progress != nil } }
+
+    /// Calls `body` once with ``progress`` when it is made, on the thread that made it (at once if it
+    /// exists already). For a parent whose children's progress is adopted only when its own is asked
+    /// for (a group).
+    package func whenProgressMade(_ body: @escaping @Sendable (Progress) -> Void) {
+        let existing = machine.withLock { machine -> Progress? in
+            if let progress = machine.progress { return progress }
+            machine.rare.progressMade = body
+            return nil
+        }
+        if let existing { body(existing) }
     }
 
     /// The command's progress for a parent to adopt as a child (a `Graph`, a group), or nil if one

@@ -15,6 +15,9 @@ struct RareFields: Sendable {
     var categoryScopes: [String: ObjectIdentifier] = [:]
     /// Lifecycle observers (``CommandObserver``), in the order added.
     var lifecycleObservers: [any CommandObserver] = []
+    /// Called once with the command's `progress` when it is made (a group adopts its children's
+    /// progress only then: a group nobody asks for progress makes none per child).
+    var progressMade: (@Sendable (Progress) -> Void)?
 }
 
 /// The box of ``RareFields``; part of the state machine's value, so guarded by the command's lock.

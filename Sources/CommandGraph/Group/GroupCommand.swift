@@ -38,8 +38,10 @@ import Foundation
 ///
 /// **Progress.** The group's `progress` has each child's progress as a child of weight 1 (unless
 /// another graph or group counts that child already: a `Progress` has one parent), and one unit of
-/// its own, completed when the group ends. `GraphReport` draws a group as a cluster of its
-/// children.
+/// its own, completed when the group ends. The children's progress is made and adopted when the
+/// group's own is first read (by you, or by a `Graph` or group holding this one), before, during or
+/// after the run: a group nobody asks for progress makes no `Progress` per child. `GraphReport` draws
+/// a group as a cluster of its children.
 ///
 /// Events reach observers as for any command: on their context, in order.
 public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
@@ -63,6 +65,19 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
         observeState(on: .immediate) { [weak self] state in
             guard state.isTerminal, let self, !self.book.withLock({ $0.running }) else { return }
             for child in self.children { child.cancel() }
+        }
+        // The children's progress is adopted when the group's own is first asked for (by you, or by a
+        // graph or group that holds this one): a Progress per child cost about 3 us a child here.
+        whenProgressMade { [weak self] progress in
+            guard let self else { return }
+            for child in self.book.withLock({ $0.prepared }) { Self.adopt(child, into: progress) }
+        }
+    }
+
+    /// Adds `child`'s progress to `progress` (the group's), unless another parent counts it already.
+    private static func adopt(_ child: Operation, into progress: Progress) {
+        if let command = child as? any CommandFace, let childProgress = command.progressForAdoption() {
+            ProgressGuard.addChild(childProgress, to: progress, weight: 1)
         }
     }
 
@@ -135,22 +150,18 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
         return scopes
     }
 
-    /// Scopes a child's categories and its progress to the group (once, when it joins the run).
+    /// Scopes a child's categories to the group, counts its progress in the group's once that exists,
+    /// and observes its end (once, when it joins the run).
     private func prepare(_ child: Operation) {
-        let scopes = book.withLock { $0.scopes }
-        if let command = child as? any CommandFace {
-            command.scopeCategories(scopes)
-            if let progress = command.progressForAdoption() {
-                ProgressGuard.addChild(progress, to: self.progress, weight: 1)
-            }
+        let scopes = book.withLock { state -> [String: ObjectIdentifier] in
+            state.prepared.append(child)
+            return state.scopes
         }
-        watch(child)
-    }
-
-    /// Observes `child`'s end.
-    private func watch(_ child: Operation) {
         let id = ObjectIdentifier(child)
         if let command = child as? any CommandFace {
+            command.scopeCategories(scopes)
+            // Once the group's progress exists (else `whenProgressMade` adopts it with the others).
+            if hasProgress { Self.adopt(child, into: progress) }
             command.observeEnd { [self] state in childEnded(id, state) }
         } else {
             PlainChildren.watch(child) { [self] state in childEnded(id, state) }
@@ -223,6 +234,9 @@ struct GroupState {
     var cancelling = false
     var done = false
     var scopes: [String: ObjectIdentifier] = [:]
+    /// The children prepared so far (given the group's scopes, watched), in order: those whose
+    /// progress the group adopts when its own is made.
+    var prepared: [Operation] = []
     var result: CommandResult<Graph.Outcome>?
     /// The first failed child: its name and error.
     var firstFailure: (String, any Error)?
