@@ -4,7 +4,8 @@
 // dependents), capped at 8k nodes where it still finishes in seconds. Time per iteration = one graph.
 // Also the README's way of building, `Graph.add(_:dependsOn:)` (every edge checked for a cycle at the
 // call), for a chain, a star and a random DAG (3 edges a node), beside the same shapes built with
-// `addDependency` (build only: commands made, edges added, everything released).
+// `addDependency` (build only: commands made, edges added, everything released). And a chain run as
+// a `GroupCommand`'s children beside the same chain in a `Graph` (built, run and released).
 import Benchmark
 import CommandGraph
 import Dispatch
@@ -15,6 +16,40 @@ func command() -> Command<Void> {
         result.succeed()
         return nil
     }
+}
+
+/// A chain of `count` commands as a `GroupCommand`'s children, run to the end and released.
+func runGroupChain(_ count: Int) {
+    let live = CommandDiagnostics.liveCommands
+    do {
+        let nodes = (0..<count).map { _ in command() }
+        for index in 1..<count { nodes[index].addDependency(nodes[index - 1]) }
+        let group = GroupCommand(name: "group", children: nodes)
+        let done = DispatchSemaphore(value: 0)
+        group.execute(on: .immediate) { event in if event.isTerminal { done.signal() } }
+        done.wait()
+    }
+    while CommandDiagnostics.liveCommands > live { usleep(20) }
+}
+
+/// The same chain in a `Graph`, run to the end and released.
+func runGraphChain(_ count: Int) {
+    let live = CommandDiagnostics.liveCommands
+    do {
+        let nodes = (0..<count).map { _ in command() }
+        let graph = Graph()
+        do {
+            try graph.add(nodes[0])
+            for index in 1..<count { try graph.add(nodes[index], dependsOn: [nodes[index - 1]]) }
+            try graph.run(on: .immediate)
+        } catch {
+            fatalError("\(error)")
+        }
+        let done = DispatchSemaphore(value: 0)
+        graph.whenFinished { _ in done.signal() }
+        done.wait()
+    }
+    while CommandDiagnostics.liveCommands > live { usleep(20) }
 }
 
 /// Builds a graph of `count` commands in `shape`; returns the node to execute last.
@@ -218,6 +253,17 @@ let benchmarks: @Sendable () -> Void = {
             configuration: .init(maxIterations: count >= 100_000 ? 3 : 20)
         ) { _ in
             runHandWritten(count)
+        }
+    }
+    for count in [1_000, 10_000, 100_000] {
+        // A chain run as a group's children (`addDependency` between them) beside the same chain in a
+        // `Graph` (`Graph.add(_:dependsOn:)`): what a group child pays that a graph node does not.
+        let iterations = count >= 100_000 ? 3 : 20
+        Benchmark("group of a chain \(count)", configuration: .init(maxIterations: iterations)) { _ in
+            runGroupChain(count)
+        }
+        Benchmark("Graph of a chain \(count) (baseline)", configuration: .init(maxIterations: iterations)) { _ in
+            runGraphChain(count)
         }
     }
     for count in [1_000, 8_000] {

@@ -31,12 +31,12 @@ package final class Trampoline: Sendable {
 
     /// How many deliveries may nest inside the running loop before the next one is queued: a value
     /// going down a chain is handed from stage to stage in place (no queue, no second lock) up to
-    /// this depth, so the stack stays bounded whatever the chain's length: a level of a kept `map`
-    /// chain measured 544 bytes in a release build and 2.2 KiB in a debug build, so 32 levels take
-    /// 17 KiB (71 KiB in debug) of a 512 KiB thread. Each time the bound is reached the value goes
-    /// through the queue instead, which cost about 1,900 instructions (callgrind): 16 levels cost a
-    /// kept 100-stage chain 86 instructions per stage per value more than 64 levels.
-    static let maxNesting = 32
+    /// this depth, so the stack stays bounded whatever the chain's length. A level is a node: a kept
+    /// `map` stage measured 544 bytes of stack in a release build and 2.2 KiB in a debug build, but a
+    /// fused node runs up to 32 stage closures nested in its level, and 32 levels of those overflowed
+    /// a 512 KiB thread under AddressSanitizer (`FusionTests`), so the bound stays 16. Each time it is
+    /// reached the value goes through the queue instead (about 1,900 instructions, callgrind).
+    static let maxNesting = 16
 
     /// Queued work: a block, or an observer's drain (a function made once per command, its
     /// argument, and the command kept alive until it ran: nothing allocated per value).
