@@ -4,7 +4,8 @@
 # `chain`: instructions per command of a chain built, run and released (2,000 and 6,000 commands);
 # `handwritten`: the same for the Graph suite's hand-written executor (BlockOperations);
 # `exclusivechain`, `exclusivefanin`, `fanin`: a chain, or independent commands through one sink, each
-# command holding the category "x" (or none, `fanin`).
+# command holding the category "x" (or none, `fanin`); `groupchain`, `graphchain`: a chain run as a
+# `GroupCommand`'s children, or in a `Graph`.
 # Usage: scripts/callgrind-value-path.sh [case...]   (default: map100 filtermap flatmap send chain)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,8 @@ count() {
         sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 for name in "${cases[@]}"; do
-    if [ "$name" = chain ] || [ "$name" = exclusivechain ] || [ "$name" = exclusivefanin ] || [ "$name" = fanin ] || [ "$name" = handwritten ]; then
+    if [ "$name" = chain ] || [ "$name" = exclusivechain ] || [ "$name" = exclusivefanin ] || [ "$name" = fanin ] ||
+        [ "$name" = handwritten ] || [ "$name" = groupchain ] || [ "$name" = graphchain ]; then
         low=$(count "$name" 2000)
         high=$(count "$name" 6000)
         echo "$name: $(( (high - low) / 4000 )) instructions per node (built, run, released)"

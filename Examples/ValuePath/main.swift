@@ -22,7 +22,7 @@ final class Counter: @unchecked Sendable {
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let values = Int(arguments[2]) else {
     print(
-        "usage: ValuePath map100|filtermap|flatmap|flatmapjust|kept100|send|chain|exclusivechain|exclusivefanin|fanin|handwritten <values>"
+        "usage: ValuePath map100|filtermap|flatmap|flatmapjust|kept100|send|chain|exclusivechain|exclusivefanin|fanin|groupchain|graphchain|handwritten <values>"
     )
     exit(2)
 }
@@ -85,6 +85,40 @@ if arguments[1] == "exclusivefanin" || arguments[1] == "fanin" {
         released.enter()
         sink.onRelease { released.leave() }
         sink.execute(on: .immediate) { _ in }
+    }
+    released.wait()
+    while CommandDiagnostics.liveCommands > 0 { usleep(100) }
+    print("\(arguments[1]): \(values) commands")
+    exit(0)
+}
+
+if arguments[1] == "groupchain" || arguments[1] == "graphchain" {
+    // A chain of that many commands run as a group's children (`addDependency` between them), or the
+    // same chain in a `Graph` (`Graph.add(_:dependsOn:)`): what a group child pays that a node does not.
+    let released = DispatchGroup()
+    do {
+        let nodes = (0..<values).map { _ in
+            Command<Void> { result in
+                result.succeed()
+                return nil
+            }
+        }
+        released.enter()
+        nodes[values - 1].onRelease { released.leave() }
+        let finished = DispatchSemaphore(value: 0)
+        if arguments[1] == "groupchain" {
+            for index in 1..<values { nodes[index].addDependency(nodes[index - 1]) }
+            let group = GroupCommand(name: "group", children: nodes)
+            group.execute(on: .immediate) { event in if event.isTerminal { finished.signal() } }
+            finished.wait()
+        } else {
+            let graph = Graph()
+            try! graph.add(nodes[0])
+            for index in 1..<values { try! graph.add(nodes[index], dependsOn: [nodes[index - 1]]) }
+            try! graph.run(on: .immediate)
+            graph.whenFinished { _ in finished.signal() }
+            finished.wait()
+        }
     }
     released.wait()
     while CommandDiagnostics.liveCommands > 0 { usleep(100) }

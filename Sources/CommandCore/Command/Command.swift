@@ -250,7 +250,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     /// `name`, else the type (`Command<Int>`, `FetchUser`).
     public var displayName: String {
-        machine.withLock { $0.name } ?? String(describing: type(of: self))
+        machine.withLock { $0.name } ?? TypeNames.name(of: type(of: self))
     }
 
     /// True while `run` is executing (as published to KVO observers).
@@ -362,7 +362,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         // built when it has not, in the same critical section (no user code runs in it).
         let ending = machine.withLock { machine -> Ending? in
             guard machine.outcome == nil else { return nil }
-            let name = machine.name ?? String(describing: type(of: self))
+            let name = machine.name ?? TypeNames.name(of: type(of: self))
             return machine.finish(.failed(CommandError.resultAbandoned(name)))
         }
         if let ending { perform(ending) }

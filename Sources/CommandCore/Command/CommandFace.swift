@@ -55,5 +55,5 @@ extension Command: CommandFace {
 
 /// The display name of any operation: a command's `displayName`, else its `name`, else its type.
 package func operationName(_ operation: Operation) -> String {
-    (operation as? any CommandFace)?.displayName ?? operation.name ?? String(describing: type(of: operation))
+    (operation as? any CommandFace)?.displayName ?? operation.name ?? TypeNames.name(of: type(of: operation))
 }

@@ -35,7 +35,7 @@ public protocol CommandCondition: Sendable {
 }
 
 extension CommandCondition {
-    public var name: String { String(describing: type(of: self)) }
+    public var name: String { TypeNames.name(of: type(of: self)) }
     public var mutuallyExclusiveCategories: Set<String> { [] }
     public func dependency(for command: Operation) -> Operation? { nil }
 }

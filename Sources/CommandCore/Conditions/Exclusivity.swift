@@ -39,7 +39,7 @@ struct ExclusivityBook: Sendable {
 
         init(_ name: String) { self.init(name: name, type: Never.self) }
 
-        var text: String { name ?? String(describing: type) }
+        var text: String { name ?? TypeNames.name(of: type) }
     }
 
     /// A category's holder: for stall reports.

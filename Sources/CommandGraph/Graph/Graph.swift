@@ -156,23 +156,39 @@ public final class Graph: Sendable {
         _ onEvent: (@Sendable (Event) -> Void)? = nil
     ) throws {
         let context = context ?? .current
-        let nodes = state.withLock { $0.nodes }
-        let dependedOn = Set(nodes.flatMap { $0.command.dependencies.map(ObjectIdentifier.init) })
-        let roots = targets.map { Set($0.map(ObjectIdentifier.init)) }
-        // The commands this run involves: the roots and everything they depend on.
-        var involved = Set<ObjectIdentifier>()
-        var stack = nodes.map(\.command).filter {
-            roots?.contains(ObjectIdentifier($0)) ?? !dependedOn.contains(ObjectIdentifier($0))
+        let (nodes, index) = state.withLock { ($0.nodes, $0.index) }
+        // Which nodes another node of the graph depends on (by offset: no set of every edge).
+        var dependedOn = [Bool](repeating: false, count: nodes.count)
+        for node in nodes {
+            for dependency in node.command.dependencies {
+                if let offset = index[ObjectIdentifier(dependency)] { dependedOn[offset] = true }
+            }
         }
-        while let command = stack.popLast() {
-            if involved.insert(ObjectIdentifier(command)).inserted { stack += command.dependencies }
+        // The nodes this run involves: with targets, the targets and every node they depend on; without,
+        // every node (each is a root or depended on by one, following the edges up).
+        let involved: [Bool]
+        let roots: [Bool]
+        if let targets {
+            var isRoot = [Bool](repeating: false, count: nodes.count)
+            var reached = Set<ObjectIdentifier>()
+            var stack: [Operation] = targets
+            for target in targets { if let offset = index[ObjectIdentifier(target)] { isRoot[offset] = true } }
+            while let command = stack.popLast() {
+                if reached.insert(ObjectIdentifier(command)).inserted { stack += command.dependencies }
+            }
+            involved = nodes.map { reached.contains(ObjectIdentifier($0.command)) }
+            roots = isRoot
+        } else {
+            involved = [Bool](repeating: true, count: nodes.count)
+            roots = dependedOn.map { !$0 }
         }
+        let expected = involved.reduce(0) { $0 + ($1 ? 1 : 0) }
         try state.withLock { state in
             if state.started { throw Self.alreadyRun("graph") }
             state.started = true
-            state.expected = state.nodes.filter { involved.contains(ObjectIdentifier($0.command)) }.count
+            state.expected = expected
         }
-        for (offset, node) in nodes.enumerated() where involved.contains(ObjectIdentifier(node.command)) {
+        for (offset, node) in nodes.enumerated() where involved[offset] {
             // The graph's own count runs where the command ended: it never waits for the caller's
             // context (which the caller may be blocking while it waits for the outcome).
             node.member.observeEnd { [self] newState in ended(offset, newState) }
@@ -185,11 +201,8 @@ public final class Graph: Sendable {
         // Targets first, then every other command involved: executing a target executes its
         // dependencies, except through a target cancelled before the run (a cancelled command needs
         // nothing), whose dependencies would otherwise never run and the graph never finish.
-        for node in nodes
-        where roots?.contains(ObjectIdentifier(node.command)) ?? !dependedOn.contains(ObjectIdentifier(node.command)) {
-            node.command.start()
-        }
-        for node in nodes where involved.contains(ObjectIdentifier(node.command)) { node.command.start() }
+        for (offset, node) in nodes.enumerated() where roots[offset] { node.command.start() }
+        for (offset, node) in nodes.enumerated() where involved[offset] { node.command.start() }
         if nodes.isEmpty { finishIfDone() }
     }
 
