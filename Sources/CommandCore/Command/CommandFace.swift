@@ -50,7 +50,12 @@ extension Command: CommandFace {
         observeState(on: context, handler)
     }
 
-    package func executeQuietly() { execute(on: .immediate) { _ in } }
+    /// Pinned as `execute` pins (never cancelled for lack of consumers), without an observer: the
+    /// caller watches the end itself (a group's child, a condition's dependency).
+    package func executeQuietly() {
+        machine.withLock { $0.pinned = true }
+        executeGraph()
+    }
 }
 
 /// The display name of any operation: a command's `displayName`, else its `name`, else its type.
