@@ -23,8 +23,16 @@ struct SmallList<Element>: Sequence {
         index == 0 ? first! : rest[index - 1]
     }
 
+    /// Appends `element`; `rest` grows by half (4, 6, 9, 13...), not by doubling: a node's lists are
+    /// built once and kept for its life, and a doubled array left a lattice node (10 edges) about 170
+    /// bytes of empty room in its two lists. Still amortised O(1) (a fan-in of a million edges).
     mutating func append(_ element: Element) {
-        if first == nil { first = element } else { rest.append(element) }
+        if first == nil {
+            first = element
+            return
+        }
+        if rest.count == rest.capacity { rest.reserveCapacity(rest.count < 4 ? 4 : rest.count + rest.count / 2) }
+        rest.append(element)
     }
 
     /// The elements as an array (allocates when there are any).
