@@ -249,6 +249,65 @@ import Testing
         #expect(values(&machine, observer: late).compactMap(\.value) == [4])
     }
 
+    /// A kept stage's common case (replay `.latest`, one idle `.immediate` observer, claimed in place):
+    /// the one kept value is replaced in place, so a late observer still gets the latest value; a value
+    /// sent while the observer is busy is kept for it (the replacement is not taken).
+    @Test func inPlaceClaim_withTheLatestKept_replacesIt_andALateObserverGetsTheLatest() {
+        var machine = executing()
+        machine.replay = .latest
+        let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
+        // The first value: nothing kept yet, so the general path (append, claim).
+        guard let (_, first) = machine.send(1, claimInPlace: true) else { Issue.record("ignored"); return }
+        #expect(first?.observer == id && machine.retainedValueCount == 1)
+        let idleAfterFirst = machine.idleAfterInPlace(id)
+        #expect(idleAfterFirst)
+        // Then each value replaces the kept one, claimed in the same step.
+        for value in [2, 3] {
+            guard let (wakeups, claim) = machine.send(value, claimInPlace: true) else {
+                Issue.record("ignored"); return
+            }
+            #expect(wakeups.isEmpty && claim?.observer == id && machine.retainedValueCount == 1)
+            #expect(machine.log.value(at: machine.log.endIndex - 1, as: Int.self) == value)
+            let idle = machine.idleAfterInPlace(id)
+            #expect(idle)
+        }
+        // Busy (claimed, not yet idle): the next value is kept beside the latest, for the observer.
+        guard let (_, claimed) = machine.send(4, claimInPlace: true) else { Issue.record("ignored"); return }
+        #expect(claimed != nil)
+        guard let (_, second) = machine.send(5, claimInPlace: true) else { Issue.record("ignored"); return }
+        #expect(second == nil && machine.retainedValueCount == 1, "5 kept for the observer; 4 delivered")
+        let idleWithFiveWaiting = machine.idleAfterInPlace(id)
+        #expect(!idleWithFiveWaiting, "5 waits: the caller drains")
+        #expect(values(&machine, observer: id).compactMap(\.value) == [5])
+        let late = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
+        _ = machine.finish(.completed)
+        let lateValues = values(&machine, observer: late)
+        #expect(lateValues.compactMap(\.value) == [5] && lateValues.last?.isTerminal == true)
+    }
+
+    /// `replaceOnlyValue` writes in place only when the ring holds one value and is not shared: a copy
+    /// of the log keeps its own value (copy on write), and a zero-sized type only counts.
+    @Test func valueLog_replaceOnlyValue_onlyInPlace_andNeverThroughACopy() {
+        var log = ValueLog()
+        let replacedEmpty = log.replaceOnlyValue(with: "1")
+        #expect(!replacedEmpty, "empty: nothing to replace")
+        log.append("1")
+        let replaced = log.replaceOnlyValue(with: "2")
+        #expect(replaced)
+        #expect(log.startIndex == 1 && log.endIndex == 2 && log.value(at: 1, as: String.self) == "2")
+        let copy = log
+        let replacedShared = log.replaceOnlyValue(with: "3")
+        #expect(!replacedShared, "shared ring: not written in place")
+        #expect(copy.value(at: 1, as: String.self) == "2")
+        log.append("3")
+        let replacedOfTwo = log.replaceOnlyValue(with: "4")
+        #expect(!replacedOfTwo, "two values kept: not the only one")
+        var void = ValueLog()
+        void.append(())
+        let replacedVoid = void.replaceOnlyValue(with: ())
+        #expect(replacedVoid && void.startIndex == 1 && void.endIndex == 2)
+    }
+
     @Test func cancel_dropsValuesNotYetClaimed() {
         var machine = executing()
         let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
