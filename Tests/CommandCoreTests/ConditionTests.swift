@@ -189,8 +189,12 @@ extension CommandState {
         let (slowDependency, dependencyStarted) = hanging("slow dependency")
         command.add(condition: slow)
         command.add(condition: WithDependency(dependency: slowDependency) { true })
+        // Decides once the slow condition is evaluating and its dependency running: both are then
+        // cancelled by the decision (deciding earlier could cancel the dependency before it ran, and
+        // nothing would be left to check: a race the ASan run hit once in session 9).
         let failing = BlockCondition(name: "late false") {
             _ = await slow.started.wait()
+            _ = await dependencyStarted.wait()
             return false
         }
         command.add(condition: failing)
