@@ -70,7 +70,8 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
         // graph or group that holds this one): a Progress per child cost about 3 us a child here.
         whenProgressMade { [weak self] progress in
             guard let self else { return }
-            for child in self.book.withLock({ $0.prepared }) { Self.adopt(child, into: progress) }
+            // Every child known now (one not prepared yet is adopted here or by `prepare`: once).
+            for child in self.book.withLock({ $0.children }) { Self.adopt(child, into: progress) }
         }
     }
 
@@ -153,10 +154,7 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
     /// Scopes a child's categories to the group, counts its progress in the group's once that exists,
     /// and observes its end (once, when it joins the run).
     private func prepare(_ child: Operation) {
-        let scopes = book.withLock { state -> [String: ObjectIdentifier] in
-            state.prepared.append(child)
-            return state.scopes
-        }
+        let scopes = book.withLock { $0.scopes }
         let id = ObjectIdentifier(child)
         if let command = child as? any CommandFace {
             command.scopeCategories(scopes)
@@ -234,9 +232,6 @@ struct GroupState {
     var cancelling = false
     var done = false
     var scopes: [String: ObjectIdentifier] = [:]
-    /// The children prepared so far (given the group's scopes, watched), in order: those whose
-    /// progress the group adopts when its own is made.
-    var prepared: [Operation] = []
     var result: CommandResult<Graph.Outcome>?
     /// The first failed child: its name and error.
     var firstFailure: (String, any Error)?
