@@ -127,10 +127,70 @@ private struct Boom: Error {}
             result.succeed(1)
             return nil
         }
-        command.add(observer: TimeoutObserver(after: .seconds(3_600)))
+        let clock = VirtualScheduler()
+        command.add(observer: TimeoutObserver(after: .seconds(3_600), scheduler: clock))
         #expect("\(await terminalState(of: command, start: true))" == "completed")
-        command.timeOut(after: .seconds(3_600))  // what the timer does when it fires
+        #expect(clock.pendingCount == 1)
+        clock.advance(by: .seconds(3_600))  // the timer fires after the command ended
+        #expect(clock.pendingCount == 0)
         #expect("\(command.state)" == "completed")
         #expect(!command.isCancelled)
+    }
+
+    /// The timeout is a timer of a `CommandScheduler`: a virtual clock drives it, to the nanosecond.
+    @Test func timeoutObserver_onAVirtualScheduler_cancelsWhenTheClockPassesTheInterval() async {
+        let kept = Locked<CommandResult<Int>?>(nil)
+        let running = Checkpoint()
+        let command = Command<Int> { result in
+            kept.withLock { $0 = result }  // never ends by itself
+            running.fulfill()
+            return nil
+        }
+        command.name = "upload"
+        let clock = VirtualScheduler()
+        command.add(observer: TimeoutObserver(after: .seconds(10), scheduler: clock))
+        let ended = Task { await terminalState(of: command) }
+        command.execute { _ in }
+        #expect(await running.wait())
+        clock.advance(by: .seconds(10) - .nanoseconds(1))
+        #expect("\(command.state)" == "executing")
+        clock.advance(by: .nanoseconds(1))
+        guard case .cancelled(let error) = await ended.value else {
+            Issue.record("expected cancelled, got \(command.state)")
+            return
+        }
+        #expect(error.code == .timedOut)
+        #expect(error.message.contains("'upload'") && error.message.contains("10"))
+    }
+
+    /// An interval beyond what a timer holds (about 292 years in nanoseconds) trapped on an arithmetic
+    /// overflow when the command began its run. It waits "forever" instead: the command runs and ends.
+    @Test func timeoutObserver_aHugeInterval_neverTraps_andNeverFires() async {
+        for interval: Duration in [.seconds(10_000_000_000), .seconds(Int64.max), .seconds(1e12)] {
+            let command = Command<Int> { result in
+                result.succeed(7)
+                return nil
+            }
+            command.add(observer: TimeoutObserver(after: interval))
+            let ended = Task { await terminalState(of: command) }
+            command.execute { _ in }
+            #expect("\(await ended.value)" == "completed", "interval \(interval)")
+        }
+    }
+
+    /// The one conversion every timer uses saturates instead of trapping, and waits 0 for a negative.
+    @Test func durationConversion_saturates_andClampsNegativeWaits() {
+        #expect(Duration.seconds(2).saturatingNanoseconds == 2_000_000_000)
+        #expect(Duration.milliseconds(1.5).saturatingNanoseconds == 1_500_000)
+        #expect(Duration.seconds(10_000_000_000).saturatingNanoseconds == .max)
+        #expect(Duration.seconds(Int64.max).saturatingNanoseconds == .max)
+        #expect(Duration.seconds(-10_000_000_000).saturatingNanoseconds == .min)
+        #expect(Duration.seconds(-1).dispatchInterval == .nanoseconds(0))
+        #expect(Duration.seconds(10_000_000_000).dispatchInterval == .nanoseconds(Int.max))
+        #expect(Duration(clampingSeconds: 1.25) == .milliseconds(1_250))
+        #expect(Duration(clampingSeconds: -3) == .zero)
+        #expect(Duration(clampingSeconds: .nan) == .zero)
+        #expect(Duration(clampingSeconds: 1e30) == Duration(secondsComponent: .max, attosecondsComponent: 0))
+        #expect(Duration.milliseconds(250).inSeconds == 0.25)
     }
 }

@@ -40,8 +40,6 @@ protocol AnyCommand: CommandFace, AdmissionCandidate, ExclusivityWaiter {
     func removeFaceWatcher(_ node: any AnyCommand) -> Bool
     /// A dependency that is a command published `isFinished`: readiness for a user's queue.
     func faceDependencyDidFinish()
-    /// Cancels the command with a `timedOut` error naming `interval` (``TimeoutObserver``).
-    func timeOut(after interval: Duration)
 }
 
 /// What a node that just ended hands to the propagation loop.

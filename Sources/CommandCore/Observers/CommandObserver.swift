@@ -76,27 +76,39 @@ public struct BlockObserver: CommandObserver {
 
 /// Cancels the command it observes if it has not ended `interval` after its run began (from
 /// ``CommandObserver/willExecute(_:)``), as `cancel()` does but with a `CommandError` of code
-/// ``CommandError/Code/timedOut`` naming the command and the interval. The wait runs on a global
-/// Dispatch queue and blocks nothing; a command that ends first cancels nothing. A command that never
-/// runs (cancelled before) starts no timer.
+/// ``CommandError/Code/timedOut`` naming the command and the interval.
+///
+/// The wait is a timer of `scheduler` (``DispatchScheduler/shared`` by default: it blocks no thread;
+/// a ``VirtualScheduler`` in tests), the same mechanism as the `timeout` operator of `CommandGraph`.
+/// The cancel runs on the scheduler's thread. A command that ends first cancels nothing; a command that
+/// never runs (cancelled before) starts no timer. An interval too long for a timer (beyond about 292
+/// years) waits that long; a negative one cancels at once.
 public struct TimeoutObserver: CommandObserver {
     public let interval: Duration
+    /// The scheduler whose timer measures the interval.
+    public let scheduler: any CommandScheduler
 
-    public init(after interval: Duration) { self.interval = interval }
+    public init(after interval: Duration, scheduler: any CommandScheduler = DispatchScheduler.shared) {
+        self.interval = interval
+        self.scheduler = scheduler
+    }
 
     public func willExecute(_ command: Operation) {
         let target = WeakOperation(command)
         let interval = interval
-        let nanoseconds = max(
-            0, interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
-            guard let command = target.operation as? any AnyCommand else { return }
-            command.timeOut(after: interval)
+        _ = scheduler.schedule(after: interval) {
+            (target.operation as? any TimesOut)?.timeOut(after: interval)
         }
     }
 }
 
-extension Command {
+/// What ``TimeoutObserver`` cancels: a command, whatever its output type.
+protocol TimesOut: AnyObject {
+    /// Cancels the command with a `timedOut` error naming `interval`.
+    func timeOut(after interval: Duration)
+}
+
+extension Command: TimesOut {
     func timeOut(after interval: Duration) {
         let error = CommandError(
             code: .timedOut, command: displayName,

@@ -198,11 +198,13 @@ public final class Graph: Sendable {
                 }
             }
         }
-        // Targets first, then every other command involved: executing a target executes its
-        // dependencies, except through a target cancelled before the run (a cancelled command needs
-        // nothing), whose dependencies would otherwise never run and the graph never finish.
-        for (offset, node) in nodes.enumerated() where roots[offset] { node.command.start() }
-        for (offset, node) in nodes.enumerated() where involved[offset] { node.command.start() }
+        // Handed over as a group hands over its children (`executeQuietly`): each command runs on its
+        // own queue, through admission, never inside this call on the caller's thread. Targets first,
+        // then every other command involved: executing a target executes its dependencies, except
+        // through a target cancelled before the run (a cancelled command needs nothing), whose
+        // dependencies would otherwise never run and the graph never finish.
+        for (offset, node) in nodes.enumerated() where roots[offset] { node.member.executeQuietly() }
+        for (offset, node) in nodes.enumerated() where involved[offset] { node.member.executeQuietly() }
         if nodes.isEmpty { finishIfDone() }
     }
 

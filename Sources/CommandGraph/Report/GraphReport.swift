@@ -90,7 +90,7 @@ public enum GraphReport {
     }
 
     static func format(_ duration: Duration) -> String {
-        let microseconds = Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
+        let microseconds = duration.inSeconds * 1e6
         return microseconds >= 1000
             ? String(format: "%.1f ms", microseconds / 1000) : String(format: "%.0f us", microseconds)
     }

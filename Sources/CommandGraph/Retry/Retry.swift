@@ -24,13 +24,13 @@ public enum RetryDelay: Sendable {
         case .constant(let wait):
             return max(wait, .zero)
         case .exponential(let initial, let multiplier, let maximum, let jitter):
-            let cap = max(Self.seconds(maximum), 0)
-            var grown = max(Self.seconds(initial), 0) * pow(multiplier, Double(max(attempt, 1) - 1))
+            let cap = max(maximum.inSeconds, 0)
+            var grown = max(initial.inSeconds, 0) * pow(multiplier, Double(max(attempt, 1) - 1))
             if grown.isNaN || grown > cap { grown = cap }
             if grown < 0 { grown = 0 }
             let share = jitter.isNaN ? 0 : min(max(jitter, 0), 1)
             let spread = grown * share
-            return Self.duration(seconds: spread > 0 ? grown - Double.random(in: 0...spread) : grown)
+            return Duration(clampingSeconds: spread > 0 ? grown - Double.random(in: 0...spread) : grown)
         case .custom(let wait):
             return max(wait(attempt), .zero)
         }
@@ -54,18 +54,6 @@ public enum RetryDelay: Sendable {
             if jitter.isNaN { return "the jitter is not a number; use a share of the wait in 0...1" }
             return nil
         }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    /// `seconds` (finite, 0 or more) as a `Duration`, capped at what one holds.
-    private static func duration(seconds: Double) -> Duration {
-        guard seconds > 0 else { return .zero }
-        let whole = seconds.rounded(.down)
-        guard whole < 9.2e18 else { return Duration(secondsComponent: .max, attosecondsComponent: 0) }
-        return Duration(secondsComponent: Int64(whole), attosecondsComponent: Int64((seconds - whole) * 1e18))
     }
 }
 

@@ -1,9 +1,9 @@
-import CommandCore
 import Dispatch
 import Foundation
 
-/// A clock and a timer for time-based operators (`timeout`, `delay`, `retry` delays, `interval`,
-/// `throttle`), so tests can drive a ``VirtualScheduler`` instead of waiting in real time.
+/// A clock and a timer for everything that waits: the time-based operators of `CommandGraph`
+/// (`timeout`, `delay`, `retry` delays, `interval`, `throttle`) and ``TimeoutObserver``, so tests can
+/// drive a ``VirtualScheduler`` instead of waiting in real time.
 public protocol CommandScheduler: Sendable {
     /// Time elapsed since the scheduler's origin, monotonic.
     var now: Duration { get }
@@ -30,10 +30,7 @@ public struct DispatchScheduler: CommandScheduler {
         // Cancelling releases the action at once (and what it captured), not when the timer fires.
         let slot = Locked<(@Sendable () -> Void)?>(action)
         // Saturating: a delay beyond what nanoseconds in an `Int64` hold (292 years) waits that long.
-        let (whole, overflow) = delay.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let (sum, carry) = whole.addingReportingOverflow(delay.components.attoseconds / 1_000_000_000)
-        let nanoseconds = overflow || carry ? (delay < .zero ? 0 : Int64.max) : max(0, sum)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
+        queue.asyncAfter(deadline: .now() + delay.dispatchInterval) {
             let action = slot.withLock { action -> (@Sendable () -> Void)? in
                 defer { action = nil }
                 return action
