@@ -9,7 +9,7 @@ import Dispatch
 /// may pass a waiting one; it never passes a request it shares a category with).
 ///
 /// Categories are scoped: a command that runs inside a group holding category `c` asks for `c`
-/// within that group (``Exclusivity/Key/scope``), so it is exclusive with its siblings in `c`, not
+/// within that group (``ExclusivityBook/Key/scope``), so it is exclusive with its siblings in `c`, not
 /// with the group that holds `c` for all of them.
 struct ExclusivityBook: Sendable {
     /// A category within a scope (the group that holds it, or the whole process).

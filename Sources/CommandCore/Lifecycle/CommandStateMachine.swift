@@ -63,7 +63,7 @@ struct CommandStateMachine: Sendable {
     var consumers = 0
     /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
     var inputs: [Operation] = []
-    /// A stateless stage's description, for a consumer that fuses it (`Dependencies/Command+Fusion.swift`).
+    /// A stateless stage's description, for a consumer that fuses it (`Inputs/Command+Fusion.swift`).
     var fusibleStage: (any AnyObject & Sendable)?
     /// What most commands never set (conditions, progress, a misuse, run-time inputs, release
     /// callbacks), made on first write (see ``RareFields``).

@@ -59,14 +59,6 @@ package enum Termination: Sendable {
 // Non-generic, like every value the state machine returns: a generic nested type costs a metadata
 // look-up per use in the unspecialised `Command<Output>`.
 
-enum RunReturnAction: Sendable {
-    case keep
-    /// The command was cancelled while `run` ran: cancel what it returned.
-    case cancel
-    /// The command already ended otherwise: drop it.
-    case drop
-}
-
 /// Everything to do after a command ended, outside the lock.
 struct Ending: Sendable {
     let outcome: Termination

@@ -11,8 +11,9 @@ import Foundation
     #error("AwesomeCommand needs Glibc, Musl or Darwin (a POSIX C library) for its locks and threads")
 #endif
 
-// The platform layer: every `#if canImport` / `#if os` of the library is in this folder (the lock, the
-// thread-local storage, and the few things below), so the rest of the code is the same everywhere.
+// The platform layer of `CommandCore`: every `#if canImport` / `#if os` of this module is in this folder
+// (the lock, the thread-local storage, and the few things below), so the rest of its code is the same
+// everywhere. Each other module that needs one has a `Platform/` folder of its own.
 // The Darwin branches cannot be compiled on the Linux machine this library is developed on: they are
 // few and short, each tied to the Apple documentation it follows.
 

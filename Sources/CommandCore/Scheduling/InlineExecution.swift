@@ -2,8 +2,8 @@
 /// on the current thread instead of being handed to its queue. Everything triggered synchronously
 /// from that closure (virtual-clock timers, `.immediate` deliveries, inputs subscribed by
 /// combinators) inherits the mode, so a marble test runs a whole graph deterministically without
-/// waiting. The library itself uses it only to start a ``CommandSubject`` in place (its run just
-/// stores the sink), so nothing can be sent to a subject before it runs.
+/// waiting. Only tests turn it on; the library reads it where a command is handed over (and skips
+/// admission while it is on).
 package enum InlineExecution {
     @TaskLocal package static var isOn = false
 }

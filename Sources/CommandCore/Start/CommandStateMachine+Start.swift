@@ -97,3 +97,12 @@ extension CommandStateMachine {
         }
     }
 }
+
+/// What to do with what `run` returned (non-generic, like every value the state machine returns).
+enum RunReturnAction: Sendable {
+    case keep
+    /// The command was cancelled while `run` ran: cancel what it returned.
+    case cancel
+    /// The command already ended otherwise: drop it.
+    case drop
+}

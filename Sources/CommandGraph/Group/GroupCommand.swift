@@ -19,7 +19,7 @@ import Foundation
 ///
 /// **Ending.** The group ends when every child ended, then sends the ``Graph/Outcome`` (the
 /// children's names by how they ended) and completes; if a child failed, it sends the outcome and
-/// fails with a `CommandError` of code `dependencyFailed` naming the first failed child (its error
+/// fails with a `CommandError` of code `childFailed` naming the first failed child (its error
 /// as `underlying`). With ``ChildFailurePolicy/cancelSiblings`` the first failure cancels the other
 /// children. Cancelled children alone do not fail the group (the outcome lists them). No child:
 /// it completes at once.
