@@ -82,6 +82,11 @@ let package = Package(
             path: "Examples/ThreadPeak"
         ),
         .executableTarget(
+            name: "ConditionChain",
+            dependencies: ["CommandCore"],
+            path: "Examples/ConditionChain"
+        ),
+        .executableTarget(
             name: "Workflow",
             dependencies: ["CommandGraph"],
             path: "Examples/Workflow"

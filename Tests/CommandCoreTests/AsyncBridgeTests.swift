@@ -90,7 +90,7 @@ private struct Boom: Error {}
     }
 
     /// The closure as a new user writes it: no `return nil`. It picks the form that waits for the
-    /// terminal event (before, it picked `init(async:)`, completed at once and dropped the value).
+    /// terminal event (not `init(async:)`, which would complete at once and drop the value).
     @Test func blockCommand_withoutReturn_waitsForTheLateValue() async {
         let command = Command<Int> { result in
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { result.succeed(1) }

@@ -191,7 +191,7 @@ extension CommandState {
         command.add(condition: WithDependency(dependency: slowDependency) { true })
         // Decides once the slow condition is evaluating and its dependency running: both are then
         // cancelled by the decision (deciding earlier could cancel the dependency before it ran, and
-        // nothing would be left to check: a race the ASan run hit once in session 9).
+        // nothing would be left to check: a race a sanitizer's slow schedule can hit).
         let failing = BlockCondition(name: "late false") {
             _ = await slow.started.wait()
             _ = await dependencyStarted.wait()

@@ -3,7 +3,7 @@ import Testing
 
 @testable import CommandCore
 
-/// The size of a command's state, which every node of a graph carries (issue 23: at most 1 KiB per
+/// The size of a command's state, which every node of a graph carries (the goal: at most 1 KiB per
 /// live node at a million nodes, of which Foundation's own `Operation` is about 550 bytes on Linux).
 @Suite struct StateLayoutTests {
     @Test func aCommandsStateStaysSmall() {
@@ -16,7 +16,7 @@ import Testing
     }
 
     /// The rarely set fields cost nothing until one is set: a life without conditions, progress or a
-    /// misuse never makes their box (it used to be made by the ending's `gate?.end()`: one more
+    /// misuse never makes their box (not even the ending's `gate?.end()`, which would be one more
     /// allocation per command).
     @Test func aPlainLife_makesNoBoxOfRareFields() {
         var machine = CommandStateMachine()

@@ -74,7 +74,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect(graph.fractionCompleted == 1)
     }
 
-    /// Adding a command twice used to trap (`Progress.addChild`: already the child of another
+    /// Adding a command twice never traps (`Progress.addChild` would: already the child of another
     /// progress). The second add gives it more edges and nothing else; a different weight, or a
     /// negative one, is refused with a clear error and adds nothing.
     @Test func graph_addingACommandTwice_addsItsEdges_neverTraps() async throws {
@@ -392,7 +392,7 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
     }
 }
 
-/// Issue 27's defects in `Graph`: its completion counted where the commands end (never through the
+/// `Graph`'s bookkeeping: its completion counted where the commands end (never through the
 /// caller's context), edges checked at the call that closes a cycle, and nothing added by a call
 /// that throws.
 @Suite struct GraphCompletionAndEdgeTests {

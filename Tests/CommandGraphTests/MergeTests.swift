@@ -25,10 +25,10 @@ import Testing
 @Suite struct MergeStateMachineTests {
     @Test func merge_countsCompletions() {
         var machine = MergeStateMachine(inputs: 2)
-        #expect(machine.value() == .pass)
         #expect(machine.completed() == .none)
         #expect(machine.completed() == .complete)
-        #expect(machine.value() == .none)
+        #expect(machine.failed() == .none)
+        #expect(machine.cancelled(at: 1) == .none)
         var empty = MergeStateMachine(inputs: 0)
         #expect(empty.start() == .complete)
     }

@@ -92,8 +92,8 @@ private func diamond() async throws -> (output: Command<Int>, commands: [Command
     }
 
     /// A command waiting on a plain `Operation` nobody enqueued: the operation is drawn (by its
-    /// `name`, as an ellipse / a stadium) and named in the stall report, where the command used to be
-    /// reported as "waiting for an admission slot".
+    /// `name`, as an ellipse / a stadium) and named in the stall report (not "waiting for an admission
+    /// slot", which the command does not wait for).
     @Test func plainOperationDependency_isDrawnAndNamedInStalls() async {
         let gate = BlockOperation {}
         gate.name = "download gate"

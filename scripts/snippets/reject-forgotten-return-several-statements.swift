@@ -1,7 +1,7 @@
 // must not compile
 // expect-error: missing return in closure expected to return '(any Cancelable)?'
 // Several statements, no `return`, no `await`: rejected with a message that says what is missing
-// (before, this compiled as the async form, completed when the closure returned and dropped value(1)).
+// (accepted, it would be the async form: completed when the closure returned, value(1) dropped).
 import CommandCore
 import Foundation
 

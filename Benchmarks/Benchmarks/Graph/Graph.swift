@@ -129,7 +129,7 @@ func runNaive(_ count: Int) {
     queue.addOperations(operations, waitUntilFinished: true)
 }
 
-/// The hand-written baseline of issue 23, on the same substrate: `count` `BlockOperation`s built
+/// The hand-written baseline of the command chain, on the same substrate: `count` `BlockOperation`s built
 /// first, each with a count of unfinished dependencies and its dependents (no Foundation edges), and
 /// enqueued on one shared `OperationQueue` only once its dependencies finished: the operation that
 /// finishes last decrements its dependents' counts and enqueues those that reach zero. A chain here.
@@ -246,7 +246,7 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
     for count in [1_000, 10_000, 100_000] {
-        // Issue 23's commands target: the engine's chain beside a hand-written executor on the same
+        // The commands' target: the engine's chain beside a hand-written executor on the same
         // substrate (build + run + release per node).
         Benchmark(
             "hand-written chain \(count) (enqueue when ready, BlockOperation)",

@@ -1,6 +1,6 @@
 // swift run -c release Harness [rounds]   (from Benchmarks/)
 //
-// The issue-31 harness beside the Combinators suite's: a subject pushing 1,000 values synchronously
+// A harness for the kept and fused stage, beside the Combinators suite's: a subject pushing 1,000 values synchronously
 // through a `map` chain of 100 (or 500) stages, against OpenCombine with `eraseToAnyPublisher()` at
 // every stage, the libraries' trials interleaved (ours fused, ours kept, OpenCombine, then again), so
 // no library has the caches to itself for a whole run. Each trial is timed in three parts: building

@@ -40,10 +40,6 @@ public struct CommandTiming: Sendable, Equatable {
         set { runThread = newValue ?? 0 }
     }
 
-    /// Deprecated: it holds a thread id, not a `Thread`.
-    @available(*, deprecated, renamed: "threadID")
-    public var thread: UInt64? { threadID }
-
     private static func optional(_ stored: UInt64) -> UInt64? { stored == 0 ? nil : stored }
 
     /// No time recorded (a command not executed yet; a plain operation in a report).

@@ -145,7 +145,7 @@ extension Command {
     /// delivered), the drain goes to the back of the trampoline's queue instead of looping. So in
     /// `subject -> map -> filter`, while other threads keep sending to the subject, each value goes
     /// all the way down before the next is taken: downstream stages make progress and nothing piles
-    /// up between stages (before, the downstream work waited for the upstream drain to run dry).
+    /// up between stages (a drain that looped would keep the downstream work waiting until it ran dry).
     private func drain(_ observer: UInt64, immediate: Bool) {
         // The value claimed under the lock is moved out through this slot: no `Optional<Output>` or
         // generic enum is built per value (each would cost a metadata look-up here, unspecialised).

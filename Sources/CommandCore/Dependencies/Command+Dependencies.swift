@@ -89,8 +89,8 @@ extension Command: AnyCommand {
     ///
     /// Memory: a frame is a node and a cursor (its dependencies are read from the node as the walk
     /// goes), and nothing else is kept per node: at a million-deep chain the walk's stack is the only
-    /// memory it holds (before, a copy of each node's dependency list in its frame and a post-order
-    /// list of every node: about 35 bytes a command at the peak of a million-node chain).
+    /// memory it holds (no copy of a node's dependency list in its frame, no post-order list of every
+    /// node: those would cost about 35 bytes a command at the peak of a million-node chain).
     ///
     /// - Complexity: O(nodes + edges) of the pending part of the graph.
     func executeGraph() {

@@ -43,9 +43,8 @@ final class RareBox: @unchecked Sendable {
 ///
 /// Not generic: the values live in a ``ValueLog`` whose typed methods take `Output` as their own
 /// generic parameter, and the run's closure is kept by the command (`Command.body`). A generic state
-/// (`CommandStateMachine<Output>`, until session 9) cost every command its type's metadata look-ups in
-/// the runtime's hash table (to make its lock's storage, to reach its methods, to destroy it: about
-/// 2,500 instructions a command; a chain's command went 35,019 -> 32,538 instructions without them).
+/// would cost every command its type's metadata look-ups in the runtime's hash table (to make its
+/// lock's storage, to reach its methods, to destroy it: about 2,500 instructions a command).
 /// The methods the engine calls on every command are still `@inline(__always)`: they run inside the
 /// lock's closure in the unspecialised `Command<Output>`.
 ///

@@ -213,12 +213,6 @@ public final class Graph: Sendable {
         for command in commands { command.cancel() }
     }
 
-    /// Deprecated: the name read like a `Bool`; it is the outcome.
-    @available(*, deprecated, renamed: "outcome")
-    public var finished: Outcome {
-        get async { await outcome }
-    }
-
     /// The graph's outcome, once every command of it ended: waits without blocking a thread.
     public var outcome: Outcome {
         get async {

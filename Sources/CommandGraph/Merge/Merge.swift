@@ -2,13 +2,11 @@ import CommandCore
 
 extension Command {
     static func mergeNode(_ inputs: [NaryInput<Output>]) -> Command<Output> {
-        @Sendable func perform(_ action: MergeStateMachine.Action, _ event: CommandEvent<Output>, _ link: Link<Output>)
-        {
+        @Sendable func perform(_ action: MergeStateMachine.Action, _ end: InputEnd, _ link: Link<Output>) {
             switch action {
             case .none: break
-            case .pass: if case .value(let value) = event { link.enqueue(.value(value)) }
             case .complete: link.enqueue(.completed)
-            case .fail: if case .failed(let error) = event { link.enqueue(.failed(error)) }
+            case .fail: if case .failed(let error) = end { link.enqueue(.failed(error)) }
             case .cancelled(let index): link.enqueue(.cancelled(link.inputCancelled(index, of: inputs)))
             }
         }
@@ -19,12 +17,11 @@ extension Command {
             // dropped there).
             direct: { value, link in link.send(value) },
             value: { _, _, _, _ in }
-        ) { machine, index, event, link in
-            switch event {
-            case .value: perform(machine.value(), event, link)
-            case .completed: perform(machine.completed(), event, link)
-            case .failed: perform(machine.failed(), event, link)
-            case .cancelled: perform(machine.cancelled(at: index), event, link)
+        ) { machine, index, end, link in
+            switch end {
+            case .completed: perform(machine.completed(), end, link)
+            case .failed: perform(machine.failed(), end, link)
+            case .cancelled: perform(machine.cancelled(at: index), end, link)
             }
         }
     }

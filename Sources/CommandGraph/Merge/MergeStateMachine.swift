@@ -1,9 +1,9 @@
-/// The rules of `merge`: pass every value in arrival order; complete when all inputs completed; fail
-/// on the first failure.
+/// The rules of `merge` for its inputs' ends: complete when all inputs completed; fail on the first
+/// failure; end cancelled when an input was cancelled. Values need no state: the node passes each one
+/// straight on, in arrival order (its link drops what comes after the node ended).
 struct MergeStateMachine: Sendable {
     enum Action: Sendable, Equatable {
         case none
-        case pass
         case complete
         case fail
         case cancelled(index: Int)
@@ -22,11 +22,6 @@ struct MergeStateMachine: Sendable {
         guard case .running(0) = state else { return .none }
         state = .finished
         return .complete
-    }
-
-    func value() -> Action {
-        if case .running = state { return .pass }
-        return .none
     }
 
     mutating func completed() -> Action {

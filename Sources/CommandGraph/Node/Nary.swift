@@ -38,14 +38,33 @@ struct NaryInput<Element: Sendable>: Sendable {
         }
     }
 
-    /// Subscribes with every event, values included, to `onEvent` (for inputs off the hot path).
+
+    /// Subscribes with every event, values included, to `onEvent` (for inputs off the hot path: the
+    /// sequence node's).
     func subscribe(_ onEvent: @escaping @Sendable (CommandEvent<Element>) -> Void) -> any Cancelable {
         subscribe({ onEvent(.value($0)) }, onEvent)
     }
 }
 
+/// How an input of a many-input node ended (its values go to the node's value path, never here).
+enum InputEnd: Sendable {
+    case completed
+    case failed(any Error)
+    case cancelled
+
+    /// The end an input's terminal event says; nil for a value (which the value path carries).
+    init?<Element>(_ event: CommandEvent<Element>) {
+        switch event {
+        case .value: return nil
+        case .completed: self = .completed
+        case .failed(let error): self = .failed(error)
+        case .cancelled: self = .cancelled
+        }
+    }
+}
+
 extension Command {
-    /// A node fed by `inputs`: each input event, tagged with its index, goes to `handle` under the
+    /// A node fed by `inputs`: each input's end, tagged with its index, goes to `handle` under the
     /// lock of `machine`, which queues emissions on the link; they are sent after unlocking, in order.
     ///
     /// Values go to `value` (no event is built per value); with `direct`, they skip the machine and
@@ -56,7 +75,7 @@ extension Command {
         start: (@Sendable (inout Machine, Link<Output>) -> Void)? = nil,
         direct: (@Sendable (Element, Link<Output>) -> Void)? = nil,
         value: @escaping @Sendable (inout Machine, Int, Element, Link<Output>) -> Void,
-        handle: @escaping @Sendable (inout Machine, Int, CommandEvent<Element>, Link<Output>) -> Void
+        handle: @escaping @Sendable (inout Machine, Int, InputEnd, Link<Output>) -> Void
     ) -> Command<Output> {
         combinator(name, inputs: inputs.map(\.operation)) { link in
             let machine = Locked(makeMachine())
@@ -76,7 +95,9 @@ extension Command {
                 }
                 link.add(
                     input.subscribe(onValue) { event in
-                        machine.withLock { handle(&$0, index, event, link) }
+                        // Values came through `onValue`: only the end is left.
+                        guard let end = InputEnd(event) else { return }
+                        machine.withLock { handle(&$0, index, end, link) }
                         link.flush()
                     })
             }
@@ -106,9 +127,8 @@ extension Command {
         nary(
             name, inputs: inputs, machine: makeMachine, start: { machine, link in perform(machine.start(), link) },
             value: { machine, index, value, link in perform(machine.value(value, at: index), link) }
-        ) { machine, index, event, link in
-            switch event {
-            case .value(let value): perform(machine.value(value, at: index), link)
+        ) { machine, index, end, link in
+            switch end {
             case .completed: perform(machine.completed(at: index), link)
             case .failed(let error): perform(machine.failed(error), link)
             case .cancelled: perform(machine.cancelled(at: index), link)
