@@ -13,7 +13,7 @@ import Testing
         guard case .claimed = machine.claim(walk: 1) else { Issue.record("claim failed"); return machine }
         machine.leaveStack(walk: 1)
         guard
-            case .enqueue = machine.register(
+            case .placed(.queue) = machine.register(
                 walk: 1, admitting: false, makeQueue: { OperationQueue() })
         else {
             Issue.record("not enqueued"); return machine
@@ -36,7 +36,7 @@ import Testing
         machine.leaveStack(walk: 1)
         var made = 0
         guard
-            case .admission = machine.register(
+            case .placed(.admission) = machine.register(
                 walk: 1, admitting: true,
                 makeQueue: {
                     made += 1; return OperationQueue()
@@ -65,7 +65,7 @@ import Testing
         assigned.queue.ownsQueue = false
         _ = assigned.claim(walk: 2)
         assigned.leaveStack(walk: 2)
-        guard case .enqueue = assigned.register(walk: 2, admitting: true, makeQueue: { OperationQueue() }) else {
+        guard case .placed(.queue) = assigned.register(walk: 2, admitting: true, makeQueue: { OperationQueue() }) else {
             Issue.record("a user's queue went through admission")
             return
         }
@@ -408,5 +408,119 @@ import Testing
         var copy = log
         copy.append(())
         #expect(copy.endIndex == 6 && log.endIndex == 5)
+    }
+}
+
+/// The gate and the hand-over as plain values: the stages in order (injections, conditions,
+/// categories), the lane kept across the gate, and one placement decision for every path.
+@Suite struct GateAndPlacementTests {
+    private func gate(injections: Int, conditions: Int, categories: Set<String> = []) -> CommandCore.Gate {
+        var gate = CommandCore.Gate()
+        for _ in 0..<injections { gate.injections.append(Injection { _ in .applied }) }
+        for _ in 0..<conditions { gate.add(BlockCondition { true }, categories: []) }
+        if !categories.isEmpty { gate.add(MutuallyExclusive(category: categories.first!), categories: categories) }
+        return gate
+    }
+
+    @Test func injections_areAStageOfTheirOwn_beforeTheConditions() {
+        var gate = gate(injections: 2, conditions: 1)
+        let step1 = gate.arrive(engine: true)
+        #expect(step1 == .evaluate)
+        #expect(gate.phase == .injecting)
+        let step101 = gate.conditionsPassed()  // no condition's verdict counts before the injections
+        #expect(!step101)
+        let step2 = gate.takeInjections()
+        #expect(step2.count == 2)
+        #expect(gate.phase == .evaluating)
+        let step102 = gate.takeInjections()  // applied once
+        #expect(step102.isEmpty)
+        let step3 = gate.conditionsPassed()
+        #expect(step3)
+        #expect(gate.phase == .open)
+    }
+
+    @Test func noInjection_goesStraightToTheConditions() {
+        var gate = gate(injections: 0, conditions: 1, categories: ["disk"])
+        let step4 = gate.arrive(engine: false)
+        #expect(step4 == .evaluate)
+        #expect(gate.phase == .evaluating)
+        let step103 = gate.arrive(engine: true)  // the other path waits for the checks under way
+        #expect(step103 == .wait)
+        let step5 = gate.conditionsPassed()
+        #expect(step5)
+        #expect(gate.phase == .waitingForCategories)
+        let step6 = gate.granted(9)
+        #expect(step6)
+        #expect(gate.phase == .open)
+        let step7 = gate.takeEngineWaiting()
+        #expect(step7 == (waiting: true, lane: false))
+    }
+
+    @Test func aFailedInjection_endsTheChecks_beforeAnyCondition() {
+        var gate = gate(injections: 1, conditions: 1)
+        _ = gate.arrive(engine: true)
+        let step8 = gate.failed()
+        #expect(step8)
+        #expect(gate.phase == .failed)
+        let step9 = gate.conditionsPassed()
+        #expect(!step9)
+        let step10 = gate.arrive(engine: false)
+        #expect(step10 == .wait)
+    }
+
+    @Test func theDependencysLane_isKeptUntilTheGateOpens() {
+        var gate = gate(injections: 1, conditions: 0)
+        _ = gate.arrive(engine: true)
+        gate.engineLane = true
+        _ = gate.takeInjections()
+        let step11 = gate.conditionsPassed()
+        #expect(step11)
+        let step12 = gate.takeEngineWaiting()
+        #expect(step12 == (waiting: true, lane: true))
+        let step104 = gate.takeEngineWaiting()  // taken once
+        #expect(step104 == (waiting: false, lane: false))
+    }
+
+    /// `place` is the one decision: the `start()` that started the command first, then a combinator
+    /// node in place, then admission for an engine queue, else its queue now.
+    @Test func placement_isOneDecision_inItsOrder() {
+        var started = CommandStateMachine()
+        started.startedExternally = true
+        started.queue.inPlace = true
+        guard case .startedByCaller = started.place(makeQueue: { OperationQueue() }, admitting: true) else {
+            Issue.record("a command start() started goes back to it")
+            return
+        }
+        #expect(!started.queue.handedOver)
+
+        var node = CommandStateMachine()
+        node.queue.inPlace = true
+        guard case .inPlace = node.place(makeQueue: { OperationQueue() }, admitting: true) else {
+            Issue.record("a combinator node runs in place")
+            return
+        }
+        #expect(node.queue.handedOver)
+
+        var plain = CommandStateMachine()
+        var made = 0
+        guard case .admission = plain.place(makeQueue: { made += 1; return OperationQueue() }, admitting: true) else {
+            Issue.record("an engine queue goes through admission")
+            return
+        }
+        #expect(made == 0)
+        guard case .queue = plain.place(makeQueue: { made += 1; return OperationQueue() }, admitting: false) else {
+            Issue.record("a lane continuation gets its queue now")
+            return
+        }
+        #expect(made == 1 && plain.queue.handedOver)
+
+        var assigned = CommandStateMachine()
+        let mine = OperationQueue()
+        assigned.queue.executeQueue = mine
+        guard case .queue(let queue) = assigned.place(makeQueue: { OperationQueue() }, admitting: true), queue === mine
+        else {
+            Issue.record("an assigned queue is used at once, never admitted")
+            return
+        }
     }
 }

@@ -53,6 +53,7 @@ extension Command {
             guard let gate = machine.gate else { return nil }
             switch gate.phase {
             case .closed: return "closed"
+            case .injecting: return "injecting"
             case .evaluating: return "evaluating"
             case .waitingForCategories: return "waitingForCategories"
             case .open: return "open"
@@ -97,10 +98,17 @@ extension Command {
         // Called while a queue of yours reads `isReady`: the injections' closures (your code) run on a
         // Dispatch thread, not inside the queue's read.
         if injects {
-            DispatchQueue.global().async { [self] in evaluateGate() }
+            DispatchQueue.global().async { [self] in runGate() }
         } else {
-            evaluateGate()
+            runGate()
         }
+    }
+
+    /// The engine made the command ready and its gate's checks begin (the state machine moved it out of
+    /// `closed`): `lane` says the hand-over continues its dependency's lane once the gate opens.
+    func arriveAtGate(lane: Bool) {
+        if lane { machine.withLock { $0.gate?.engineLane = true } }
+        runGate()
     }
 
     static func emptyCategoryMessage(_ command: String, _ condition: String) -> String {
@@ -109,16 +117,27 @@ extension Command {
             + "run (it ends cancelled when its conditions are checked): give the category a name."
     }
 
-    /// Applies the injections, then evaluates the conditions, all at once (the gate is `.evaluating`).
-    func evaluateGate() {
-        let (conditions, injections, emptyCategory) = machine.withLock {
-            machine -> ([any CommandCondition], [Injection], String?) in
-            guard machine.outcome == nil, machine.gate != nil else { return ([], [], nil) }
-            return (machine.gate!.evaluated, machine.gate!.takeInjections(), machine.gate!.emptyCategoryCondition)
+    /// The gate's stages, in order: the injections (their own stage: each applied once, the first
+    /// failure ends the command before any condition is evaluated), then the conditions.
+    func runGate() {
+        let injections = machine.withLock { machine -> [Injection] in
+            guard machine.outcome == nil, machine.gate != nil else { return [] }
+            return machine.gate!.takeInjections()
         }
         if !injections.isEmpty, let termination = applyInjections(injections) {
             return endAtGate(termination)
         }
+        evaluateConditions()
+    }
+
+    /// Evaluates the conditions, all at once (the gate is `.evaluating`), then asks for the categories.
+    private func evaluateConditions() {
+        let (checking, conditions, emptyCategory) = machine.withLock {
+            machine -> (Bool, [any CommandCondition], String?) in
+            guard machine.outcome == nil, machine.gate?.phase == .evaluating else { return (false, [], nil) }
+            return (true, machine.gate!.evaluated, machine.gate!.emptyCategoryCondition)
+        }
+        guard checking else { return }
         if let bad = emptyCategory {
             let error = CommandError(
                 code: .invalidArgument, command: displayName, message: Self.emptyCategoryMessage(displayName, bad))
@@ -184,8 +203,8 @@ extension Command {
     /// The gate opened: a queue of yours may start the command now, and the engine's hand-over
     /// continues if it waited.
     private func gateOpened() {
-        let (engineWaiting, external, tracked) = machine.withLock { machine in
-            (machine.gate?.takeEngineWaiting() ?? false, machine.startedExternally, machine.face.tracking == .on)
+        let (engine, tracked) = machine.withLock { machine in
+            (machine.gate?.takeEngineWaiting() ?? (waiting: false, lane: false), machine.face.tracking == .on)
         }
         if tracked {
             publish(.ready) { $0.gateOpen = true }
@@ -193,6 +212,6 @@ extension Command {
         } else {
             machine.withLock { $0.face.gateOpen = true }
         }
-        if engineWaiting { becameReady(external: external) }
+        if engine.waiting { handOver(lane: engine.lane) }
     }
 }

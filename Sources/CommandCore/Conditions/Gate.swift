@@ -6,10 +6,14 @@ import Foundation
 /// type, tested without threads.
 ///
 /// ```
-/// closed --dependencies finished--> evaluating --all true--> waitingForCategories --granted--> open
-///                                        |                            |
-///                                        +--false / throw--> failed   +--(no categories)--> open
+/// closed --dependencies finished--> injecting --applied--> evaluating --all true--> waitingForCategories --granted--> open
+///                                        |   (no injection: straight to evaluating)  |                        |
+///                                        +--throws / no value--> failed <--false / throw--+   (no categories)--> open
 /// ```
+///
+/// Three stages, in order, each once: the injections (``Command/inject(from:_:)``: a dependency's value
+/// handed to the command), then the conditions, then the mutually exclusive categories. An injection
+/// that fails ends the command before any condition is evaluated.
 ///
 /// Either path may open it: the engine (a command it executes becomes ready) or a queue of yours
 /// (a command it holds has every dependency finished); whichever comes first opens it, the other
@@ -17,6 +21,8 @@ import Foundation
 struct Gate: Sendable {
     enum Phase: Sendable, Equatable {
         case closed
+        /// Applying the injections (the stage before the conditions).
+        case injecting
         case evaluating
         case waitingForCategories
         case open
@@ -27,7 +33,7 @@ struct Gate: Sendable {
     enum Arrival: Sendable, Equatable {
         /// The gate is open: go on.
         case pass
-        /// The gate was closed and is now evaluating: start the evaluation.
+        /// The gate was closed and its checks begin now (injections, then conditions): run them.
         case evaluate
         /// Someone else is evaluating (or it failed): nothing to do now.
         case wait
@@ -47,6 +53,9 @@ struct Gate: Sendable {
     /// The engine made the command ready while the gate was not open: continue its hand-over when it
     /// opens.
     private(set) var engineWaiting = false
+    /// That hand-over continues the work of the dependency that made it ready (its lane, see
+    /// `QueuePool`): kept for the hand-over when the gate opens, on whatever thread that is.
+    var engineLane = false
     /// The evaluation under way, to cancel.
     var evaluation: GateEvaluation?
     /// The exclusivity ticket, waiting in line or holding.
@@ -77,10 +86,10 @@ struct Gate: Sendable {
         case .open:
             return .pass
         case .closed:
-            phase = .evaluating
+            phase = injections.isEmpty ? .evaluating : .injecting
             if engine { engineWaiting = true }
             return .evaluate
-        case .evaluating, .waitingForCategories:
+        case .injecting, .evaluating, .waitingForCategories:
             if engine { engineWaiting = true }
             return .wait
         case .failed:
@@ -106,22 +115,27 @@ struct Gate: Sendable {
         return true
     }
 
-    /// Opened: whether the engine's hand-over waits for it (cleared).
-    mutating func takeEngineWaiting() -> Bool {
-        defer { engineWaiting = false }
-        return engineWaiting
+    /// Opened: whether the engine's hand-over waits for it, and whether on its dependency's lane
+    /// (both cleared).
+    mutating func takeEngineWaiting() -> (waiting: Bool, lane: Bool) {
+        defer {
+            engineWaiting = false
+            engineLane = false
+        }
+        return (engineWaiting, engineLane)
     }
 
-    /// The injections to apply now (the evaluation began), handed over once.
+    /// The injections to apply now (the injecting stage), handed over once; the conditions come next.
     mutating func takeInjections() -> [Injection] {
-        guard phase == .evaluating, !injections.isEmpty else { return [] }
+        guard phase == .injecting else { return [] }
+        phase = .evaluating
         defer { injections = [] }
         return injections
     }
 
-    /// A condition failed: false if the gate was not evaluating.
+    /// An injection or a condition failed: false if the gate was not checking.
     mutating func failed() -> Bool {
-        guard phase == .evaluating else { return false }
+        guard phase == .injecting || phase == .evaluating else { return false }
         phase = .failed
         evaluation = nil
         return true

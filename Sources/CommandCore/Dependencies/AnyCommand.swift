@@ -89,9 +89,8 @@ enum AddDependencyAction: Sendable {
 
 enum ReadyAction: Sendable {
     case none
-    /// Hand the command to its queue (`external`: with a trampoline, the command being already
-    /// held by a queue that started it).
-    case handOver(external: Bool)
+    /// Ready: hand it over (``Command/handOver(lane:)``: the one placement decision).
+    case handOver
     /// Ready, with conditions to evaluate first (see ``Gate``).
     case evaluateGate
     /// Ended because of a dependency.

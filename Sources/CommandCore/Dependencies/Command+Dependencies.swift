@@ -66,12 +66,13 @@ extension Command: AnyCommand {
         switch action {
         case .none:
             return nil
-        case .handOver(let external):
-            becameReady(external: external, lane: lane)
+        case .handOver:
+            handOver(lane: lane)
             lane = false
             return nil
         case .evaluateGate:
-            evaluateGate()
+            arriveAtGate(lane: lane)
+            lane = false
             return nil
         case .ended(let ending):
             return performLocally(ending)
@@ -147,23 +148,14 @@ extension Command: AnyCommand {
         switch machine.withLock({ $0.register(walk: walk, admitting: admitting, makeQueue: makeQueue) }) {
         case .none:
             return []
-        case .admission:
-            admit()
-            return []
-        case .inPlace:
-            runInPlace()
+        case .placed(let placement):
+            perform(placement, lane: false)
             return []
         case .fail(let error):
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
             return []
-        case .enqueue(let queue):
-            addToQueue(queue)
-            return []
-        case .startedReady:
-            becameReady(external: true)
-            return []
         case .evaluateGate:
-            evaluateGate()
+            arriveAtGate(lane: false)
             return []
         case .register(let list):
             dependencies = list

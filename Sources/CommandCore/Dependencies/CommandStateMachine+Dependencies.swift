@@ -147,14 +147,8 @@ extension CommandStateMachine {
     enum RegisterStep: Sendable {
         /// Register with these dependencies (the count includes a hold to release after).
         case register(OperationList)
-        /// Ready at once (no dependency): hand it to `queue`.
-        case enqueue(OperationQueue)
-        /// Ready at once and started by `start()`: run it in that call if it is still on the stack.
-        case startedReady
-        /// Ready at once, to a queue the engine makes: through ``Admission``.
-        case admission
-        /// Ready at once, a combinator node: run it in place.
-        case inPlace
+        /// Ready at once (no dependency): where it goes (see ``CommandStateMachine/place(makeQueue:admitting:)``).
+        case placed(Placement)
         /// Fail with this misuse (a self-dependency).
         case fail(CommandError)
         /// Ready at once, with conditions to evaluate first (see ``Gate``).
@@ -178,13 +172,7 @@ extension CommandStateMachine {
             case .evaluate: return .evaluateGate
             case .wait: return .none
             }
-            if startedExternally { return .startedReady }
-            if queue.inPlace && queue.isEngineMade {
-                queue.handedOver = true
-                return .inPlace
-            }
-            if admitting && queue.isEngineMade { return .admission }
-            return .enqueue(handOver(makeQueue: makeQueue))
+            return .placed(place(makeQueue: makeQueue, admitting: admitting))
         }
         lifecycle = .waiting(remaining: dependencies.count + 1)
         return .register(dependencies)
@@ -246,7 +234,7 @@ extension CommandStateMachine {
         case .evaluate: return .evaluateGate
         case .wait: return .none
         }
-        return .handOver(external: startedExternally)
+        return .handOver
     }
 
     /// The engine made the command ready: its gate's answer (see ``Gate/arrive(engine:)``); `.pass`

@@ -14,16 +14,27 @@ extension Command {
         return { QueuePool.take(qualityOfService, lane: lane) }
     }
 
-    /// Hands the ready command to its queue (through ``Admission`` unless it continues on a lane); a
-    /// command made ready inside its own `start()` runs there instead.
-    func becameReady(external: Bool, lane: Bool = false) {
-        if external && isBeingStartedHere { return runInStart() }
+    /// Hands the ready command over: the state machine's one placement decision
+    /// (``CommandStateMachine/place(makeQueue:admitting:)``), then its action. `lane`: it was made ready
+    /// by its dependency's end on this thread (or its gate opened for such a hand-over), so it continues
+    /// on a lane queue, without admission (see ``QueuePool``).
+    func handOver(lane: Bool) {
         let makeQueue = queueMaker(lane: lane)
         let admitting = !lane && !InlineExecution.isOn
-        switch machine.withLock({ $0.handOver(makeQueue: makeQueue, admitting: admitting) }) {
+        perform(machine.withLock { $0.place(makeQueue: makeQueue, admitting: admitting) }, lane: lane)
+    }
+
+    /// Carries out a placement (outside the lock).
+    func perform(_ placement: CommandStateMachine.Placement, lane: Bool) {
+        switch placement {
         case .queue(let queue): addToQueue(queue)
         case .admission: admit()
         case .inPlace: runInPlace()
+        case .startedByCaller:
+            // Inside its own `start()`: run there, on the queue that called it.
+            if isBeingStartedHere { return runInStart() }
+            let makeQueue = queueMaker(lane: lane)
+            addToQueue(machine.withLock { $0.handOver(makeQueue: makeQueue) })
         }
     }
 

@@ -1,7 +1,9 @@
 import Foundation
 
 // The hand-over half of the state machine: where a ready command goes (its queue, an admission slot,
-// or in place) and the queue it is given.
+// in place, or the `start()` that is starting it) and the queue it is given. One decision,
+// ``CommandStateMachine/place(makeQueue:admitting:)``, reached from every path that makes a command
+// ready: the execute walk's registration (no dependency), a dependency's end, and the gate's opening.
 extension CommandStateMachine {
     /// The command's queue settings (not part of the lifecycle, but guarded by the same lock).
     struct QueueSettings: Sendable {
@@ -43,17 +45,24 @@ extension CommandStateMachine {
         case admission
         /// Run it in place (a combinator node; see ``QueueSettings/inPlace``).
         case inPlace
+        /// `start()` started it (a queue of yours, or by hand): run it inside that call if it is still
+        /// on this thread's stack, else hand it to its queue (``handOver(makeQueue:)``). Nothing is
+        /// marked yet: the caller decides, outside the lock.
+        case startedByCaller
     }
 
-    /// The queue to hand the command to (made if needed, marked handed over), or, when `admitting`
-    /// and the engine makes the queue, ``Placement/admission`` and nothing made yet.
+    /// Where the ready command goes: the one hand-over decision. A command `start()` started goes back
+    /// to that call; a combinator node runs in place; a command whose queue the engine makes asks
+    /// ``Admission`` for a slot (when `admitting`: not for a continuation on its dependency's lane, nor
+    /// in inline execution); any other gets its queue now (made if needed, marked handed over).
     @inline(__always)
-    mutating func handOver(makeQueue: () -> OperationQueue, admitting: Bool) -> Placement {
-        if queue.inPlace && queue.isEngineMade && !startedExternally {
+    mutating func place(makeQueue: () -> OperationQueue, admitting: Bool) -> Placement {
+        if startedExternally { return .startedByCaller }
+        if queue.inPlace && queue.isEngineMade {
             queue.handedOver = true
             return .inPlace
         }
-        if admitting && queue.isEngineMade && !startedExternally { return .admission }
+        if admitting && queue.isEngineMade { return .admission }
         return .queue(handOver(makeQueue: makeQueue))
     }
 
