@@ -41,3 +41,51 @@ import Testing
         guard case .none = machine.value(30, at: 1) else { Issue.record("value after the end"); return }
     }
 }
+
+/// The two-input node's rules (`zip(a, b)`, `combineLatest(a, b)`) as a plain value: no threads.
+@Suite struct PairStateMachineTests {
+    @Test func zip_pairsOldestFirst_andCompletesWhenACompletedSideHasNothingWaiting() {
+        var machine = PairStateMachine(.zip)
+        #expect(machine.value(from: .left) == .keep)
+        #expect(machine.value(from: .left) == .keep)
+        #expect(machine.value(from: .right) == .pair(complete: false))
+        #expect(machine.leftCount == 1 && machine.rightCount == 0)
+        #expect(machine.completed(.left) == .none)  // one value of the left still waits for a partner
+        #expect(machine.value(from: .right) == .pair(complete: true))  // the last pairing ends it
+        #expect(machine.value(from: .right) == .drop)
+        #expect(machine.completed(.right) == .none)
+    }
+
+    @Test func zip_completesAtOnce_whenTheCompletedSideIsEmpty() {
+        var machine = PairStateMachine(.zip)
+        #expect(machine.value(from: .left) == .keep)
+        #expect(machine.completed(.right) == .complete)
+        #expect(machine.finished)
+    }
+
+    @Test func combineLatest_pairsLatest_onceBothSent_andCompletesWhenBothCompleted() {
+        var machine = PairStateMachine(.combineLatest)
+        #expect(machine.value(from: .left) == .keep)
+        #expect(machine.value(from: .left) == .keep)  // replaces the latest
+        #expect(machine.leftCount == 1)
+        #expect(machine.value(from: .right) == .pair(complete: false))
+        #expect(machine.value(from: .left) == .pair(complete: false))
+        #expect(machine.completed(.left) == .none)
+        #expect(machine.value(from: .right) == .pair(complete: false))  // a completed side's latest still pairs
+        #expect(machine.completed(.right) == .complete)
+        #expect(machine.value(from: .left) == .drop)
+    }
+
+    @Test func bothRules_failOrCancelOnce_thenDropEverything() {
+        for rule in [PairStateMachine.Rule.zip, .combineLatest] {
+            var failing = PairStateMachine(rule)
+            #expect(failing.failed() == .fail)
+            #expect(failing.failed() == .none)
+            #expect(failing.cancelled() == .none)
+            #expect(failing.value(from: .left) == .drop)
+            var cancelled = PairStateMachine(rule)
+            #expect(cancelled.cancelled() == .cancel)
+            #expect(cancelled.completed(.left) == .none)
+        }
+    }
+}

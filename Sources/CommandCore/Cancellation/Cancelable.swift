@@ -36,7 +36,7 @@ public final class BlockCancelable: Cancelable {
 
     /// Creates a cancelable running `block` on the first `cancel()`.
     public init(_ block: @escaping @Sendable () -> Void) {
-        state = .make(State(block: block))
+        state = Locked(State(block: block))
     }
 
     /// Runs the block if this is the first call; the block runs outside any lock.
@@ -64,7 +64,7 @@ public final class CompoundCancelable: Cancelable {
     }
 
     // Guards the member table and the cancelled flag.
-    private let state = Locked.make(State())
+    private let state = Locked(State())
 
     /// Creates a compound holding `members`.
     public init(_ members: [any Cancelable] = []) {

@@ -62,10 +62,10 @@ extension Command {
     public func execute<Callback: CommandCallback>(
         on context: CallbackContext? = nil, callback: Callback
     ) -> any Cancelable where Callback.Output == Output {
-        let box = WeakBox(callback)
+        let box = Weak(callback)
         return execute(on: context) { [unowned(unsafe) self] event in
             // `unowned(unsafe)`: as above, the observer never outlives the command delivering to it.
-            guard let callback = box.value else { return }
+            guard let callback = box.object else { return }
             switch event {
             case .value(let value): callback.command(self, didSend: value)
             case .completed: callback.commandDidComplete(self)
@@ -142,9 +142,3 @@ extension CommandCallback {
     }
 }
 
-final class WeakBox<Value: AnyObject & Sendable>: Sendable {
-    // Written once in init, only read afterwards (the runtime's weak loads are thread-safe); not
-    // `weak let`, which needs Swift 6.2.3.
-    nonisolated(unsafe) weak var value: Value?
-    init(_ value: Value) { self.value = value }
-}

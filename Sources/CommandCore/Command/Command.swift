@@ -92,7 +92,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
 
     /// Creates a command whose work is the subclass's ``run(_:)``.
     public override init() {
-        machine = .make(CommandStateMachine())
+        machine = Locked(CommandStateMachine())
         orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
         super.init()
     }
@@ -101,7 +101,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// and returns what cancels the work, or nil. It runs on ``executeQueue``, and is released when the
     /// command ends.
     public init(_ body: @escaping @Sendable (CommandResult<Output>) -> (any Cancelable)?) {
-        machine = .make(CommandStateMachine())
+        machine = Locked(CommandStateMachine())
         self.body = body
         orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
         super.init()

@@ -14,8 +14,10 @@ package protocol CommandFace: AnyObject, Sendable {
 
     /// Calls `ended` with the terminal state, on the thread where the command ended.
     func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void)
-    /// Every state change, on `context`.
-    func observeStates(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void)
+    /// Every state change, on `context` (`Command.observeState(on:_:)` itself).
+    @discardableResult
+    func observeState(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void)
+        -> any Cancelable
     /// Executes it with no observer of its own (its end is watched with ``observeEnd(_:)``).
     func executeQuietly()
     /// Its progress, unless another graph or group already counts it (a `Progress` has one parent).
@@ -44,10 +46,6 @@ package protocol CommandFace: AnyObject, Sendable {
 extension Command: CommandFace {
     package func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void) {
         observeState(on: .immediate) { state in if state.isTerminal { ended(state) } }
-    }
-
-    package func observeStates(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void) {
-        observeState(on: context, handler)
     }
 
     /// Pinned as `execute` pins (never cancelled for lack of consumers), without an observer: the

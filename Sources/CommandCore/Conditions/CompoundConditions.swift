@@ -140,7 +140,7 @@ enum ConditionDependencyBatch {
     static func make(_ dependencies: [Operation], name: String) -> Operation? {
         if dependencies.count <= 1 { return dependencies.first }
         let batch = Command<Void> { result in
-            let remaining = Locked.make(dependencies.count)
+            let remaining = Locked(dependencies.count)
             for dependency in dependencies {
                 ConditionDependencies.run(dependency) {
                     let last = remaining.withLock { count -> Bool in

@@ -214,9 +214,9 @@ final class GateEvaluation: Sendable {
 
     private func evaluate(_ condition: any CommandCondition, for command: Operation) {
         // Holds the command weakly: a cancel ends the command, and the evaluation with it.
-        let box = WeakOperation(command)
+        let box = Weak<Operation>(command)
         let task = Task { [self] in
-            guard let command = box.operation else { return }
+            guard let command = box.object else { return }
             let verdict: Verdict
             do {
                 verdict =
@@ -277,16 +277,10 @@ final class GateEvaluation: Sendable {
     }
 }
 
-/// Runs a condition's dependency: a command is executed, a plain operation added to an engine queue
-/// (unless it already runs or finished); `then` is called once it finished, however it ended.
+/// Runs a condition's dependency: a command is executed, a plain operation started by
+/// ``PlainOperationWatcher`` (unless it already runs or finished); `then` is called once it finished,
+/// however it ended.
 enum ConditionDependencies {
-    /// Plain operations' queue (they have no dependencies of the engine's to wait for).
-    private static let queue: OperationQueue = {
-        let queue = OperationQueue()
-        queue.name = "AwesomeCommand condition dependencies"
-        return queue
-    }()
-
     static func run(_ dependency: Operation, then: @escaping @Sendable () -> Void) {
         if let command = dependency as? any CommandFace {
             command.observeEnd { _ in then() }
@@ -294,6 +288,6 @@ enum ConditionDependencies {
             return
         }
         PlainOperationWatcher.watch(dependency, finished: then)
-        if !dependency.isExecuting && !dependency.isFinished { queue.addOperation(dependency) }
+        PlainOperationWatcher.start(dependency)
     }
 }

@@ -70,7 +70,7 @@ public struct CallbackContext: Sendable, CustomStringConvertible {
         if let queue = OperationQueue.current {
             return .operationQueue(queue)
         }
-        if let box = DispatchQueue.getSpecific(key: ContextKeys.registered), let queue = box.queue {
+        if let box = DispatchQueue.getSpecific(key: ContextKeys.registered), let queue = box.object {
             return .queue(queue)
         }
         let loop = RunLoop.current
@@ -90,7 +90,7 @@ public struct CallbackContext: Sendable, CustomStringConvertible {
     /// gets its callbacks on `queue`. Dispatch offers no way to ask for the current queue, so queues
     /// you own must be registered once. The registration holds `queue` weakly.
     public static func register(_ queue: DispatchQueue) {
-        queue.setSpecific(key: ContextKeys.registered, value: WeakQueue(queue))
+        queue.setSpecific(key: ContextKeys.registered, value: Weak(queue))
     }
 
     /// Runs `block` in this context.
@@ -130,11 +130,5 @@ enum ContextKeys {
         return key
     }()
 
-    static let registered = DispatchSpecificKey<WeakQueue>()
-}
-
-final class WeakQueue: Sendable {
-    // Written once in init; `weak let` is not available, and the reference is only read.
-    nonisolated(unsafe) weak var queue: DispatchQueue?
-    init(_ queue: DispatchQueue) { self.queue = queue }
+    static let registered = DispatchSpecificKey<Weak<DispatchQueue>>()
 }

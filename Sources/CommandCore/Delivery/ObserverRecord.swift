@@ -94,18 +94,4 @@ struct InPlaceClaim {
 
 /// The drains to schedule after a change: the first inline, so waking one observer (the common
 /// case: a stage of a chain) allocates nothing.
-struct Wakeups: Sendable {
-    private(set) var first: Wakeup?
-    private(set) var rest: [Wakeup] = []
-
-    init() {}
-
-    init(_ wakeup: Wakeup?) { first = wakeup }
-
-    var isEmpty: Bool { first == nil }
-    var count: Int { first == nil ? 0 : 1 + rest.count }
-
-    mutating func append(_ wakeup: Wakeup) {
-        if first == nil { first = wakeup } else { rest.append(wakeup) }
-    }
-}
+typealias Wakeups = SmallList<Wakeup>

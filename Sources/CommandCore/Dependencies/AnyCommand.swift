@@ -97,14 +97,6 @@ enum ReadyAction: Sendable {
     case ended(Ending)
 }
 
-/// A weak reference to an operation (an edge kept for pictures, not for lifetime).
-final class WeakOperation: Sendable {
-    // Written once in init, only read afterwards (the runtime's weak loads are thread-safe); not
-    // `weak let`, which needs Swift 6.2.3.
-    nonisolated(unsafe) weak var operation: Operation?
-    init(_ operation: Operation) { self.operation = operation }
-}
-
 /// An edge between two commands, checked against the order (``EdgeOrder``).
 enum EdgeAdmission: Sendable {
     /// Refused: it would close this cycle (names from the dependent back to it).

@@ -61,7 +61,7 @@ extension Command: AnyCommand {
         let dependency = outcome.isSuccess ? "" : dependencyName()
         let action = machine.withLock {
             $0.dependencyFinished(
-                outcome, dependencyName: dependency, typeName: String(describing: Self.self), isHold: isHold)
+                outcome, dependencyName: dependency, typeName: TypeNames.name(of: Self.self), isHold: isHold)
         }
         switch action {
         case .none:
@@ -205,7 +205,7 @@ extension Command: AnyCommand {
             // A plain operation or the command itself: nothing to order.
             let isSelf = operation === self
             let action = machine.withLock {
-                $0.addDependency(operation, isSelf: isSelf, typeName: String(describing: Self.self))
+                $0.addDependency(operation, isSelf: isSelf, typeName: TypeNames.name(of: Self.self))
             }
             perform(action, adding: operation, node: nil, isSelf: isSelf)
             return
@@ -265,7 +265,7 @@ extension Command: AnyCommand {
     /// Records an edge whose place in the order was made; `EdgeOrder.lock` held.
     private func record(_ operation: Operation, node: (any AnyCommand)?) -> AddDependencyAction {
         let action = machine.withLock {
-            $0.addDependency(operation, isSelf: false, typeName: String(describing: Self.self))
+            $0.addDependency(operation, isSelf: false, typeName: TypeNames.name(of: Self.self))
         }
         if let node {
             switch action {

@@ -33,7 +33,7 @@ enum EdgeOrder {
     /// Guards every command's `orderWord` and makes an edge's check and its recording one step. An
     /// `Int`, not `()`: a zero-sized value shares its address with the mutex, which ThreadSanitizer
     /// then reports as a race on the mutex itself.
-    static let lock = Locked.make(0)
+    static let lock = Locked(0)
 
     /// The space between the labels of two commands made one after the other, and the distance a
     /// raise or a move puts between a node and the one it must follow.

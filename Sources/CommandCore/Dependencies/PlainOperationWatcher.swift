@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
 
-/// Tells a command that a plain `Operation` it depends on (a `BlockOperation`, an operation of your
-/// own) finished.
+/// Watches plain `Operation`s (a `BlockOperation`, an operation of your own) for the engine: tells a
+/// command that one it depends on finished, and runs those the engine must run itself (a group's plain
+/// child, a condition's plain dependency) on the library's one queue for them.
 ///
 /// Foundation posts no observable KVO on Linux, and an operation's `completionBlock` belongs to its
 /// owner (wrapping it broke when two commands watched one operation, or when the owner set it
@@ -22,6 +23,19 @@ package enum PlainOperationWatcher {
         queue.underlyingQueue = DispatchQueue.global()
         return queue
     }()
+
+    /// Plain operations the engine runs itself: no dependency of the engine's to wait for.
+    private static let runQueue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.name = "AwesomeCommand plain operations"
+        return queue
+    }()
+
+    /// Runs `operation` on the library's queue for plain operations, unless it already runs or
+    /// finished (someone else started it: it is left to them).
+    package static func start(_ operation: Operation) {
+        if !operation.isExecuting && !operation.isFinished { runQueue.addOperation(operation) }
+    }
 
     /// Calls `finished` once, on a global queue (or right here, if `operation` already finished), after
     /// `operation` finished.
@@ -43,7 +57,7 @@ package enum PlainOperationWatcher {
 /// True for the first caller of `take()` only.
 final class OnceFlag: Sendable {
     // Guards the flag.
-    private let done = Locked.make(false)
+    private let done = Locked(false)
     func take() -> Bool {
         done.withLock { done in
             defer { done = true }

@@ -1,16 +1,19 @@
 import Foundation
 
 /// A list with its first element inline and the rest in an array: a command's dependencies and its
-/// dependents. Most commands have none or one of each (a chain, a fan-out's leaves), and a
+/// dependents, and the drains a change wakes (``Wakeups``: waking one observer, a stage of a chain,
+/// allocates nothing). Most commands have none or one of each (a chain, a fan-out's leaves), and a
 /// one-element array is a 40-to-48-byte allocation per command: for a dependency, kept for the
 /// command's whole life; for a dependent, from the execute walk until the command ends, which is
 /// every command of a graph at once (about 60 bytes a command at the peak of a million-node chain).
 struct SmallList<Element>: Sequence {
-    private var first: Element?
+    private(set) var first: Element?
     /// Every element after `first`; empty while there is at most one.
-    private var rest: [Element] = []
+    private(set) var rest: [Element] = []
 
     init() {}
+
+    init(_ element: Element) { first = element }
 
     init(_ elements: [Element]) {
         for element in elements { append(element) }

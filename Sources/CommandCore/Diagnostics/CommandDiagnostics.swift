@@ -28,7 +28,7 @@ public enum CommandDiagnostics {
     }
 
     // Guards the observer table and the printed count.
-    private static let state = Locked.make(State())
+    private static let state = Locked(State())
 
     /// Calls `observer` with every diagnostic until the returned token is cancelled.
     public static func observe(_ observer: @escaping @Sendable (CommandDiagnostic) -> Void) -> any Cancelable {

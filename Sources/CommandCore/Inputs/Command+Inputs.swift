@@ -11,7 +11,7 @@ extension Command {
 
     /// The commands a combinator subscribed to while running and still alive (see
     /// ``recordRunTimeInput(_:)``).
-    package var runTimeInputs: [Operation] { machine.withLock { $0.runTimeLinks.compactMap(\.operation) } }
+    package var runTimeInputs: [Operation] { machine.withLock { $0.runTimeLinks.compactMap(\.object) } }
 
     /// Records `operation` as subscribed at run time by this combinator (the next command of
     /// `then { }`, a `flatMap` inner, a `catch` recovery, a `retry` attempt), for pictures and stall

@@ -5,7 +5,7 @@ import Foundation
 extension CommandStateMachine {
     mutating func retain(inputs more: [Operation]) {
         inputs += more
-        inputLinks += more.map(WeakOperation.init)
+        inputLinks += more.map(Weak<Operation>.init)
     }
 
     var heldOperations: [Operation] { dependencies.array + inputs }
@@ -14,13 +14,13 @@ extension CommandStateMachine {
     /// whenever the list doubles, so an endless `flatMap` keeps only about twice its live inners.
     mutating func recordRunTimeInput(_ operation: Operation) {
         if runTimeLinks.count >= 8 && runTimeLinks.count.nonzeroBitCount == 1 {
-            runTimeLinks.removeAll { $0.operation == nil }
+            runTimeLinks.removeAll { $0.object == nil }
         }
-        runTimeLinks.append(WeakOperation(operation))
+        runTimeLinks.append(Weak<Operation>(operation))
     }
 
     /// The inputs, also after they were released (while something else keeps them alive).
-    var inputOperations: [Operation] { inputLinks.compactMap(\.operation) }
+    var inputOperations: [Operation] { inputLinks.compactMap(\.object) }
 
     /// Empties the input list (when the command is released).
     @inline(__always)

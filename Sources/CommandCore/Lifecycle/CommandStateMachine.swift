@@ -7,7 +7,7 @@ struct RareFields: Sendable {
     var progress: Progress?
     var lastDependencyFailure: CommandError?
     var misuse: CommandError?
-    var runTimeLinks: [WeakOperation] = []
+    var runTimeLinks: [Weak<Operation>] = []
     var releaseCallbacks: [@Sendable () -> Void] = []
     /// The groups whose hold each category runs inside (see ``ExclusivityBook/Key/scope``), given by
     /// the group that runs this command; kept without conditions too, for a group that passes its
@@ -68,7 +68,7 @@ struct CommandStateMachine: Sendable {
     /// callbacks), made on first write (see ``RareFields``).
     private var rareBox: RareBox?
     /// The inputs by weak reference, for pictures of the graph after the inputs were released.
-    var inputLinks: [WeakOperation] = []
+    var inputLinks: [Weak<Operation>] = []
     var name: String?
     var dependencies = OperationList()
     /// The identities of `dependencies` once there are `dependencySetThreshold` of them, so a
@@ -187,14 +187,14 @@ struct CommandStateMachine: Sendable {
     /// Commands a combinator subscribed to while running (the next command of `then { }`, each inner
     /// command of `flatMap`, a `catch` recovery, a `retry` attempt), by weak reference, for pictures
     /// and stall reports; released ones are pruned as more are added (see `recordRunTimeInput`).
-    var runTimeLinks: [WeakOperation] {
+    var runTimeLinks: [Weak<Operation>] {
         get { rareBox?.fields.runTimeLinks ?? [] }
         _modify {
             if rareBox != nil {
                 yield &rare.runTimeLinks
             } else {
                 // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
-                var value: [WeakOperation] = []
+                var value: [Weak<Operation>] = []
                 yield &value
                 if !value.isEmpty { rare.runTimeLinks = value }
             }

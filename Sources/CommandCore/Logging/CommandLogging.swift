@@ -87,7 +87,7 @@ public enum CommandLogging {
 
     // Guards the logger and the level; the atomic threshold in `CommandAtomics` mirrors them (the
     // lowest level logged, or Int32.max without a logger) for the one-load check on the hot path.
-    private static let state = Locked.make(State())
+    private static let state = Locked(State())
 
     /// The logger, or nil (the default: nothing is logged).
     public static var logger: (any CommandLogger)? {

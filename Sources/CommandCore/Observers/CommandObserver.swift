@@ -94,10 +94,10 @@ public struct TimeoutObserver: CommandObserver {
     }
 
     public func willExecute(_ command: Operation) {
-        let target = WeakOperation(command)
+        let target = Weak<Operation>(command)
         let interval = interval
         _ = scheduler.schedule(after: interval) {
-            (target.operation as? any TimesOut)?.timeOut(after: interval)
+            (target.object as? any TimesOut)?.timeOut(after: interval)
         }
     }
 }

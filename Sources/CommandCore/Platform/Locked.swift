@@ -22,10 +22,6 @@ package struct Locked<Value>: @unchecked Sendable {
     // `@unchecked Sendable`: the value is only reached through `withLock`, under the mutex.
     private let storage: LockStorage<Value>
 
-    private init(storage: LockStorage<Value>) { self.storage = storage }
-
-    package static func make(_ value: Value) -> Locked<Value> { Locked(storage: LockStorage.make(value)) }
-
     package init(_ value: Value) { storage = LockStorage.make(value) }
 
     @inline(__always)

@@ -193,7 +193,7 @@ public final class Graph: Sendable {
             // context (which the caller may be blocking while it waits for the outcome).
             node.member.observeEnd { [self] newState in ended(offset, newState) }
             if let onEvent {
-                node.member.observeStates(on: context) { newState in
+                node.member.observeState(on: context) { newState in
                     onEvent(Event(name: node.name, command: node.command, state: newState))
                 }
             }

@@ -162,7 +162,7 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
             if hasProgress { Self.adopt(child, into: progress) }
             command.observeEnd { [self] state in childEnded(id, state) }
         } else {
-            PlainChildren.watch(child) { [self] state in childEnded(id, state) }
+            PlainOperationWatcher.watch(child) { [self] in childEnded(id, GraphReport.plainState(child)) }
         }
     }
 
@@ -173,7 +173,7 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
             if let command = child as? any CommandFace {
                 command.executeQuietly()
             } else {
-                PlainChildren.start(child)
+                PlainOperationWatcher.start(child)
             }
         }
         finishIfDone()
@@ -329,23 +329,4 @@ struct GroupState {
     }
 
     static func name(_ child: Operation) -> String { operationName(child) }
-}
-
-/// Plain operations as children: run on an engine queue, their end watched.
-enum PlainChildren {
-    private static let queue: OperationQueue = {
-        let queue = OperationQueue()
-        queue.name = "AwesomeCommand group children"
-        return queue
-    }()
-
-    static func start(_ operation: Operation) {
-        if !operation.isExecuting && !operation.isFinished { queue.addOperation(operation) }
-    }
-
-    /// The engine's one watcher of plain operations (it also catches an operation that finishes
-    /// while its watcher is being adopted by the watcher queue).
-    static func watch(_ operation: Operation, ended: @escaping @Sendable (CommandState) -> Void) {
-        PlainOperationWatcher.watch(operation) { ended(GraphReport.plainState(operation)) }
-    }
 }
