@@ -5,7 +5,8 @@
 # `handwritten`: the same for the Graph suite's hand-written executor (BlockOperations);
 # `exclusivechain`, `exclusivefanin`, `fanin`: a chain, or independent commands through one sink, each
 # command holding the category "x" (or none, `fanin`); `groupchain`, `graphchain`: a chain run as a
-# `GroupCommand`'s children, or in a `Graph`.
+# `GroupCommand`'s children, or in a `Graph`; `zip2`, `combinelatest2`: two subjects into zip(a, b) or
+# combineLatest(a, b) then a map, each value sent to both (per value: one send to each).
 # Usage: scripts/callgrind-value-path.sh [case...]   (default: map100 filtermap flatmap send chain)
 set -euo pipefail
 cd "$(dirname "$0")/.."

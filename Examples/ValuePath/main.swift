@@ -156,6 +156,8 @@ if arguments[1] == "chain" || arguments[1] == "exclusivechain" {
 }
 
 let subject = CommandSubject<Int>(replay: .none)
+/// The second input of `zip2` and `combinelatest2`, sent to after `subject`.
+let second = CommandSubject<Int>(replay: .none)
 /// The stages `kept100` keeps alive (so they are not fused).
 nonisolated(unsafe) var keptStages: [Command<Int>] = []
 let output: Command<Int>
@@ -192,6 +194,12 @@ case "flatmapjust":
 case "send":
     output = subject
     expected = values
+case "zip2":
+    output = zip(subject, second).map { $0 &+ $1 }
+    expected = values
+case "combinelatest2":
+    output = combineLatest(subject, second).map { $0 &+ $1 }
+    expected = 2 * values - 1
 default:
     print("unknown case \(arguments[1])")
     exit(2)
@@ -199,7 +207,11 @@ default:
 
 let counter = Counter()
 output.execute(on: .immediate) { event in if case .value = event { counter.count += 1 } }
-for value in 0..<values { subject.send(value) }
+let pairs = arguments[1] == "zip2" || arguments[1] == "combinelatest2"
+for value in 0..<values {
+    subject.send(value)
+    if pairs { second.send(value) }
+}
 precondition(counter.count == expected, "\(counter.count) values, expected \(expected)")
 output.cancel()
 print("\(arguments[1]): \(counter.count) values")

@@ -11,8 +11,9 @@ extension Command {
             link.subscribe(
                 a,
                 value: { value in
-                    pairValue(
-                        state, from: .left, link: link,
+                    // A value never completes combineLatest (both inputs' completions do).
+                    _ = state.value(
+                        from: .left,
                         keep: {
                             if state.left.count > 0 { _ = state.left.popFirst(as: A.self) }
                             state.left.push(value)
@@ -20,15 +21,16 @@ extension Command {
                         pair: {
                             if state.left.count > 0 { _ = state.left.popFirst(as: A.self) }
                             state.left.push(value)
-                            return (value, state.right.first(as: B.self))
+                            link.send((value, state.right.first(as: B.self)))
                         })
                 },
                 terminal: { event in pairTerminal(event, from: a, side: .left, state: state, link: link) })
             link.subscribe(
                 b,
                 value: { value in
-                    pairValue(
-                        state, from: .right, link: link,
+                    // A value never completes combineLatest (both inputs' completions do).
+                    _ = state.value(
+                        from: .right,
                         keep: {
                             if state.right.count > 0 { _ = state.right.popFirst(as: B.self) }
                             state.right.push(value)
@@ -36,7 +38,7 @@ extension Command {
                         pair: {
                             if state.right.count > 0 { _ = state.right.popFirst(as: B.self) }
                             state.right.push(value)
-                            return (state.left.first(as: A.self), value)
+                            link.send((state.left.first(as: A.self), value))
                         })
                 },
                 terminal: { event in pairTerminal(event, from: b, side: .right, state: state, link: link) })

@@ -144,8 +144,10 @@ public final class Graph: Sendable {
     public var commands: [Operation] { state.withLock { $0.nodes.map(\.command) } }
 
     /// Runs the graph: executes `targets` (default: every command no other command of the graph
-    /// depends on), which executes their dependencies. `onEvent` gets each node's state changes on
-    /// `context` (default: the caller's), in order per node. Throws if the graph was already run.
+    /// depends on), which executes their dependencies. Returns at once: each command is handed over as
+    /// any executed command is (through admission, to its own queue; its `run` is never called inside
+    /// this call, on the caller's thread). `onEvent` gets each node's state changes on `context`
+    /// (default: the caller's), in order per node. Throws if the graph was already run.
     ///
     /// The graph counts its commands' ends on the threads where they ended, not on `context`:
     /// ``outcome`` and ``whenFinished(_:)`` never wait for the caller's queue, so a caller may block

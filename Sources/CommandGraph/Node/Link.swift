@@ -147,6 +147,11 @@ final class Link<Output: Sendable>: Cancelable {
     /// dropped quietly.
     func send(_ value: Output) { result.forward(value) }
 
+    /// Completes the node; out of line, so a value path that may complete (a zip) does not fetch
+    /// `Emission<Output>`'s metadata for every value.
+    @inline(never)
+    func complete() { emit(.completed) }
+
     /// Fails the node (a throwing closure); out of line, so a value path that may throw does not
     /// fetch `Emission<Output>`'s metadata for every value.
     @inline(never)

@@ -50,6 +50,7 @@ struct PairStateMachine: Sendable, Equatable {
 
     init(_ rule: Rule) { self.rule = rule }
 
+    @inline(__always)
     mutating func value(from side: Side) -> ValueAction {
         if finished { return .drop }
         let other = side == .left ? rightCount : leftCount
@@ -117,33 +118,29 @@ final class PairState: @unchecked Sendable {
         left = RawRing(of: A.self)
         right = RawRing(of: B.self)
     }
-}
 
-extension Command {
-    /// A value of one side of a pair node: the machine decides; the pair (if any) is sent under the
-    /// lock, inside `Trampoline.queueing` (see ``PairState``); a completion after it is emitted after
-    /// unlocking.
+    /// A value of one side: the machine decides; `keep` stores the value, `pair` sends the pair (under
+    /// the lock, inside `Trampoline.queueing`: see above). True when the node completes after it (the
+    /// caller emits the completion, after unlocking). Not generic: no metadata is looked up per value.
     @inline(__always)
-    static func pairValue<A, B>(
-        _ state: PairState, from side: PairStateMachine.Side, link: Link<Output>,
-        keep: () -> Void, pair: () -> (A, B)
-    ) where Output == (A, B) {
-        let complete = Trampoline.queueing {
-            state.lock.withLock { machine -> Bool in
+    func value(from side: PairStateMachine.Side, keep: () -> Void, pair: () -> Void) -> Bool {
+        Trampoline.queueing {
+            lock.withLock { machine -> Bool in
                 switch machine.value(from: side) {
                 case .drop: return false
                 case .keep:
                     keep()
                     return false
                 case .pair(let complete):
-                    link.send(pair())
+                    pair()
                     return complete
                 }
             }
         }
-        if complete { link.emit(.completed) }
     }
+}
 
+extension Command {
     /// An input's terminal event: the machine decides; the end is emitted after unlocking.
     static func pairTerminal<Input>(
         _ event: CommandEvent<Input>, from input: Command<Input>, side: PairStateMachine.Side, state: PairState,

@@ -10,17 +10,19 @@ extension Command {
             link.subscribe(
                 a,
                 value: { value in
-                    pairValue(
-                        state, from: .left, link: link, keep: { state.left.push(value) },
-                        pair: { (value, state.right.popFirst(as: B.self)) })
+                    let complete = state.value(
+                        from: .left, keep: { state.left.push(value) },
+                        pair: { link.send((value, state.right.popFirst(as: B.self))) })
+                    if complete { link.complete() }
                 },
                 terminal: { event in pairTerminal(event, from: a, side: .left, state: state, link: link) })
             link.subscribe(
                 b,
                 value: { value in
-                    pairValue(
-                        state, from: .right, link: link, keep: { state.right.push(value) },
-                        pair: { (state.left.popFirst(as: A.self), value) })
+                    let complete = state.value(
+                        from: .right, keep: { state.right.push(value) },
+                        pair: { link.send((state.left.popFirst(as: A.self), value)) })
+                    if complete { link.complete() }
                 },
                 terminal: { event in pairTerminal(event, from: b, side: .right, state: state, link: link) })
         }
