@@ -503,12 +503,22 @@ import Testing
 
         var plain = CommandStateMachine()
         var made = 0
-        guard case .admission = plain.place(makeQueue: { made += 1; return OperationQueue() }, admitting: true) else {
+        guard
+            case .admission = plain.place(
+                makeQueue: {
+                    made += 1; return OperationQueue()
+                }, admitting: true)
+        else {
             Issue.record("an engine queue goes through admission")
             return
         }
         #expect(made == 0)
-        guard case .queue = plain.place(makeQueue: { made += 1; return OperationQueue() }, admitting: false) else {
+        guard
+            case .queue = plain.place(
+                makeQueue: {
+                    made += 1; return OperationQueue()
+                }, admitting: false)
+        else {
             Issue.record("a lane continuation gets its queue now")
             return
         }

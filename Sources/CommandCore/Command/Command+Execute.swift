@@ -141,4 +141,3 @@ extension CommandCallback {
         self.command(command, didFailWith: error)
     }
 }
-

@@ -38,7 +38,6 @@ struct NaryInput<Element: Sendable>: Sendable {
         }
     }
 
-
     /// Subscribes with every event, values included, to `onEvent` (for inputs off the hot path: the
     /// sequence node's).
     func subscribe(_ onEvent: @escaping @Sendable (CommandEvent<Element>) -> Void) -> any Cancelable {
