@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "CommandNetwork", targets: ["CommandNetwork"]),
         // A small HTTP/1.1 server on 127.0.0.1, for testing your network commands (and ours).
         .library(name: "CommandNetworkTesting", targets: ["CommandNetworkTesting"]),
+        // Durable workflows: a graph of commands recorded in an embedded SQLite store, resumed after a crash.
+        .library(name: "CommandDurable", targets: ["CommandDurable"]),
     ],
     targets: [
         // Internal to the package (C11 atomics; `CommandCore` imports it with `internal import`).
@@ -20,6 +22,19 @@ let package = Package(
         .target(name: "CommandGraph", dependencies: ["CommandCore"]),
         .target(name: "CommandNetwork", dependencies: ["CommandCore", "CommandGraph"]),
         .target(name: "CommandNetworkTesting"),
+        // SQLite's C library from the system (pkg-config `sqlite3`; Debian's libsqlite3-dev). Apple
+        // platforms use the SDK's `SQLite3` module instead.
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .target(
+            name: "CommandDurable",
+            dependencies: [
+                "CommandCore", "CommandGraph",
+                .target(name: "CSQLite", condition: .when(platforms: [.linux, .android])),
+            ]
+        ),
         .executableTarget(
             name: "Quickstart",
             dependencies: ["CommandCore"],
@@ -113,6 +128,15 @@ let package = Package(
             path: "Tests/CommandTestSupport"
         ),
         .testTarget(name: "CommandGraphTests", dependencies: ["CommandGraph", "CommandTestSupport"]),
+        .testTarget(
+            name: "CommandDurableTests",
+            dependencies: ["CommandDurable", "CommandTestSupport"]
+        ),
+        .executableTarget(
+            name: "DurableWorker",
+            dependencies: ["CommandDurable"],
+            path: "Tests/DurableWorker"
+        ),
         .testTarget(
             name: "CommandNetworkTests",
             dependencies: ["CommandNetwork", "CommandNetworkTesting", "CommandTestSupport"]

@@ -1,0 +1,3 @@
+// SQLite's C library as the system has it (Debian: libsqlite3-dev). On Apple platforms the SDK's
+// SQLite3 module is used instead (see Sources/CommandDurable/Platform/SQLitePlatform.swift).
+#include <sqlite3.h>

@@ -1,0 +1,59 @@
+import Foundation
+
+/// What went wrong with a durable run or its store; each description names the run, step or file and
+/// says what to do.
+public enum DurableError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `start` or `enqueue` of a workflow this store did not register.
+    case unknownWorkflow(String)
+    /// `register` of a second workflow with a name already registered.
+    case duplicateWorkflow(String)
+    /// `start(..., ifExists: .fail)` of a run id the store already has.
+    case runExists(String)
+    /// The recorded run has a step its workflow's `build` no longer makes.
+    case workflowChanged(run: String, step: String)
+    /// A step failed for good (its error, as recorded, after a resume; in the process where it failed,
+    /// the run throws the error itself).
+    case stepFailed(step: String, message: String)
+    /// A recorded input (`step` nil) or step value no longer decodes.
+    case decoding(run: String, step: String?, underlying: String)
+    /// The file was written by a newer version of this library.
+    case newerSchema(found: Int, supported: Int)
+    /// The file is not a durable store (another database, text, a damaged file).
+    case notAStore(path: String)
+    /// The store could not be read or written (a read-only file, a full disk, a lock held too long).
+    case storage(message: String)
+    /// `build` made an invalid flow (two steps with one id, a step of another flow, a bad retry).
+    case invalidFlow(workflow: String, message: String)
+
+    public var description: String {
+        switch self {
+        case .unknownWorkflow(let name):
+            return "No workflow named '\(name)' is registered with this store: call store.register(\(name)'s type) "
+                + "before starting or resuming its runs."
+        case .duplicateWorkflow(let name):
+            return "A workflow named '\(name)' is already registered with this store: give each workflow its own "
+                + "stable name."
+        case .runExists(let run):
+            return "The store already has a run '\(run)': use another id, or start with ifExists: .keep to get that run."
+        case .workflowChanged(let run, let step):
+            return "Run '\(run)' has a recorded step '\(step)' that its workflow no longer makes: keep step ids "
+                + "when changing a workflow, or give the changed workflow a new name. The run's records are kept."
+        case .stepFailed(let step, let message):
+            return "Step '\(step)' failed: \(message)"
+        case .decoding(let run, let step, let underlying):
+            let what = step.map { "the value of step '\($0)'" } ?? "the input"
+            return "Run '\(run)': \(what) no longer decodes (\(underlying)). Keep the recorded types decodable, "
+                + "or give the changed workflow a new name. The run's records are kept."
+        case .newerSchema(let found, let supported):
+            return "The store was written by a newer version of this library (schema \(found); this one knows up "
+                + "to \(supported)): open it with that version. The file was not changed."
+        case .notAStore(let path):
+            return "'\(path)' is not a durable store (another kind of file, another database, or a damaged "
+                + "one): give the path of a store, or of a file that does not exist yet. The file was not changed."
+        case .storage(let message):
+            return "The durable store failed: \(message)"
+        case .invalidFlow(let workflow, let message):
+            return "Workflow '\(workflow)': \(message). Nothing was recorded."
+        }
+    }
+}

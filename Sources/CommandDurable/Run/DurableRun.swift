@@ -1,0 +1,155 @@
+import CommandCore
+import CommandGraph
+import Foundation
+
+/// A run of a durable workflow: a `Command` that sends the run's value once, then completes.
+///
+/// Execute it, observe it, depend on it, or `try await run.value`, as any command. It is already running
+/// when ``DurableStore/start(_:id:input:ifExists:)`` returns it (or recorded ended: then it sends the
+/// recorded value, or fails with the recorded failure, or ends cancelled).
+///
+/// **Ending.** Completes after the run's end is recorded. Fails with the step's own error in the process
+/// where the step failed, with ``DurableError/stepFailed(step:message:)`` when that failure was recorded
+/// by an earlier process, and with the other ``DurableError``s as they say.
+///
+/// **Cancel.** `cancel()` records the cancel (the run is never resumed; other processes sharing the store
+/// stop its steps at their next lease renewal at the latest) and cancels the steps running here.
+///
+/// **Callbacks** arrive as for any command: on the context captured when you executed or observed it.
+public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sendable {
+    // `@unchecked Sendable`: every stored property is immutable; the command guards its own state.
+    /// The run's id.
+    public let id: String
+    /// The workflow's name.
+    public let workflow: String
+    private let store: DurableStore
+    private let plan: Plan
+
+    enum Plan: Sendable {
+        /// Runs the steps (some may be recorded completed already).
+        case live(steps: [StepDefinition], final: Int, execution: RunExecution)
+        /// Already ended: the recorded outcome, and the final step's codec to read its value.
+        case ended(StoredRun, codec: StepCodec)
+    }
+
+    init(id: String, workflow: String, store: DurableStore, plan: Plan) {
+        self.id = id
+        self.workflow = workflow
+        self.store = store
+        self.plan = plan
+        super.init()
+        name = "\(workflow)/\(id)"
+    }
+
+    public override func run(_ result: CommandResult<Output>) -> (any Cancelable)? {
+        switch plan {
+        case .ended(let stored, let codec):
+            deliverRecorded(stored, codec: codec, result)
+            return nil
+        case .live(let steps, let final, let execution):
+            return runLive(steps: steps, final: final, execution: execution, result)
+        }
+    }
+
+    private func runLive(
+        steps definitions: [StepDefinition], final: Int, execution: RunExecution, _ result: CommandResult<Output>
+    ) -> (any Cancelable)? {
+        let graph = Graph()
+        var commands: [StepCommand] = []
+        for definition in definitions {
+            let command = StepCommand(definition, execution: execution)
+            do {
+                try graph.add(command, dependsOn: definition.after.map { commands[$0] })
+            } catch {
+                result.fail(error)
+                return nil
+            }
+            commands.append(command)
+        }
+        let runID = id
+        graph.whenFinished { [store] _ in
+            if let value = execution.values.value(at: final) as? Output, !execution.isCancelled {
+                execution.storage.finishRun(run: runID, state: .completed, error: nil) { answer in
+                    store.ended(runID)
+                    switch answer {
+                    case .success: result.succeed(value)
+                    case .failure(let error): result.fail(StepCommand.storageError(error))
+                    }
+                }
+            } else if execution.isCancelled || result.isCancelled {
+                store.ended(runID)
+                result.command.cancel()
+            } else {
+                let (step, error) =
+                    execution.firstFailure
+                    ?? (definitions[final].id, DurableError.stepFailed(step: definitions[final].id, message: "it did not run"))
+                let recorded = Self.recordedFailure(of: error, step: step, run: runID)
+                execution.storage.finishRun(run: runID, state: .failed, error: recorded) { _ in
+                    store.ended(runID)
+                    result.fail(error)
+                }
+            }
+        }
+        do {
+            try graph.run(on: .immediate)
+        } catch {
+            result.fail(error)
+            return nil
+        }
+        return BlockCancelable { [store] in
+            execution.markCancelled()
+            graph.cancel()
+            store.recordCancel(runID)
+        }
+    }
+
+    private func deliverRecorded(_ stored: StoredRun, codec: StepCodec, _ result: CommandResult<Output>) {
+        switch stored.state {
+        case .completed:
+            store.finalValue(of: stored) { answer in
+                do {
+                    guard let value = try codec.decode(try answer.get()) as? Output else {
+                        throw DurableError.decoding(
+                            run: stored.id, step: stored.finalStep, underlying: "not a \(Output.self)")
+                    }
+                    result.succeed(value)
+                } catch let error as DurableError {
+                    result.fail(error)
+                } catch {
+                    result.fail(
+                        DurableError.decoding(run: stored.id, step: stored.finalStep, underlying: String(describing: error)))
+                }
+            }
+        case .cancelled:
+            result.command.cancel()
+        default:
+            let failure = stored.failure ?? RecordedFailure(kind: "stepFailed", step: nil, message: "the run failed")
+            result.fail(Self.error(from: failure, run: stored.id))
+        }
+    }
+
+    /// How a failure is recorded (and thrown again after a resume).
+    static func recordedFailure(of error: any Error, step: String, run: String) -> RecordedFailure {
+        switch error as? DurableError {
+        case .workflowChanged(_, let changed)?:
+            return RecordedFailure(kind: "workflowChanged", step: changed, message: "")
+        case .decoding(_, let failedStep, let underlying)?:
+            return RecordedFailure(kind: "decoding", step: failedStep, message: underlying)
+        case .storage(let message)?:
+            return RecordedFailure(kind: "storage", step: step, message: message)
+        case .stepFailed(let failedStep, let message)?:
+            return RecordedFailure(kind: "stepFailed", step: failedStep, message: message)
+        default:
+            return RecordedFailure(kind: "stepFailed", step: step, message: String(describing: error))
+        }
+    }
+
+    static func error(from failure: RecordedFailure, run: String) -> DurableError {
+        switch failure.kind {
+        case "workflowChanged": return .workflowChanged(run: run, step: failure.step ?? "")
+        case "decoding": return .decoding(run: run, step: failure.step, underlying: failure.message)
+        case "storage": return .storage(message: failure.message)
+        default: return .stepFailed(step: failure.step ?? "", message: failure.message)
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// The storage interface the engine runs on: what a run and its steps need recorded and read. The
+/// SQLite store implements it on its own thread; another store (a server database) implements the same
+/// operations with the same rules. SQL and SQLite's types stay behind it.
+///
+/// Every completion is called once the operation committed (or failed), on a global Dispatch queue.
+protocol DurableStorage: AnyObject, Sendable {
+    /// This process's owner id in the store.
+    var owner: String { get }
+    /// The lease a claim holds, in seconds.
+    var leaseSeconds: Double { get }
+
+    /// Records a new run (its input and every step, pending) in one transaction, or finds the run with
+    /// that id.
+    func createRun(_ run: NewRun) throws -> CreateRunResult
+    /// Claims a step for this process (see ``ClaimResult``).
+    func claim(run: String, step: String, position: Int, completion: @escaping @Sendable (Result<ClaimResult, any Error>) -> Void)
+    /// Records a step completed with `value`, if this process's claim (`attempt`) still holds it.
+    func complete(
+        run: String, step: String, attempt: Int, value: Data?,
+        completion: @escaping @Sendable (Result<Bool, any Error>) -> Void)
+    /// Records a failure of a claimed attempt: for good, or pending again at `retryAt`.
+    func fail(
+        run: String, step: String, attempt: Int, error: String, errorType: String, retryAt: Date?,
+        completion: @escaping @Sendable (Result<Bool, any Error>) -> Void)
+    /// Records how the run ended (unless it already had).
+    func finishRun(
+        run: String, state: DurableRunState, error: RecordedFailure?,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+    /// Records a cancel: the run ends cancelled and is never resumed; its owners stop its steps.
+    func requestCancel(run: String) throws -> Bool
+    /// The run as recorded.
+    func loadRun(_ id: String) throws -> StoredRun?
+    /// The runs not ended, found through an index.
+    func unfinishedRuns() throws -> [StoredRun]
+    /// Records for the API.
+    func records(_ filter: DurableRunFilter) throws -> [DurableRunRecord]
+    /// Deletes runs that ended before `date`; returns how many.
+    func prune(endedBefore date: Date) throws -> Int
+    /// Of `runs`, those whose cancel was recorded (by any process).
+    func cancelRequested(among runs: [String], completion: @escaping @Sendable ([String]) -> Void)
+    /// The recorded value of a completed step.
+    func stepValue(run: String, step: String, completion: @escaping @Sendable (Result<Data?, any Error>) -> Void)
+    /// Records a cancel without waiting (from a command's cancel).
+    func requestCancel(run: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void)
+    /// Commits made so far (group commit's figures).
+    var commits: Int { get }
+    /// Stops the store's thread.
+    func close()
+}
+
+/// A run to record.
+struct NewRun: Sendable {
+    let id: String
+    let workflow: String
+    let input: Data
+    /// Step ids in the order `build` made them.
+    let steps: [String]
+    let finalStep: String
+}
+
+enum CreateRunResult: Sendable {
+    case created
+    case exists(StoredRun)
+}
+
+/// A run as read back.
+struct StoredRun: Sendable {
+    let id: String
+    let workflow: String
+    let input: Data
+    let state: DurableRunState
+    let cancelRequested: Bool
+    let failure: RecordedFailure?
+    let finalStep: String
+    /// Recorded step ids, in order.
+    let steps: [String]
+}
+
+/// Why a run failed, as recorded: enough to throw the same `DurableError` again after a resume.
+struct RecordedFailure: Sendable, Equatable {
+    /// `stepFailed`, `workflowChanged`, `decoding`, `storage`, `cancelled`.
+    let kind: String
+    let step: String?
+    let message: String
+}
+
+/// The answer to a claim.
+enum ClaimResult: Sendable {
+    /// This process runs the step now: attempt `attempt` (1 first), after `failures` failures.
+    case claimed(attempt: Int, failures: Int, tookOver: Bool)
+    /// Recorded completed: its value (nil for a step without one). Nothing runs.
+    case recorded(Data?)
+    /// Recorded failed for good.
+    case failed(message: String)
+    /// A retry waits until then (what is left of a backoff).
+    case notBefore(Date)
+    /// Another live owner holds it; ask again (its lease ends then at the latest).
+    case held(until: Date)
+    /// The run's cancel was recorded.
+    case runCancelled
+}

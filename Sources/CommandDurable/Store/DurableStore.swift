@@ -1,0 +1,272 @@
+import CommandCore
+import CommandGraph
+import Dispatch
+import Foundation
+
+/// An embedded store of durable runs: an SQLite file (or memory, for tests), its own thread, and the
+/// workflows this process registered.
+///
+/// ```swift
+/// let store = try DurableStore(path: supportDirectory.appendingPathComponent("work.sqlite"))
+/// try store.register(UploadPhoto.self)
+/// let run = try store.start(UploadPhoto.self, id: "photo-\(photo.id)", input: input)
+/// let receipt = try await run.value
+/// let report = try store.resumeUnfinished()     // at launch: every run not ended goes on
+/// ```
+///
+/// **Threads.** Every SQLite call runs on the store's own thread. `start`, `resumeUnfinished`, `runs`,
+/// `cancel` and `prune` wait for it (one transaction: about 0.1-1 ms; call them off the main thread when
+/// a commit waits for the disk); steps are recorded without blocking any thread of the engine's, and
+/// the records of steps that end together go into one commit.
+///
+/// **Several processes** may open one file: a step is claimed with this process as its owner and a
+/// lease (`lease`, renewed every third of it while the step runs); another process takes a step over
+/// only when its lease expired or its owner's process is gone (same host: a pid that no longer exists,
+/// or a pid reused by a later process). A stalled owner's late completion is refused.
+///
+/// **Closing.** ``close()`` (or the store's release) stops its thread once the requests waiting are
+/// done; runs still running here stop being recorded, and resume later.
+public final class DurableStore: Sendable {
+    let storage: any DurableStorage
+    // Guards the workflows registered and the runs running in this process, by id.
+    private let state = Locked<(workflows: [String: RegisteredWorkflow], active: [String: any ActiveRun])>(
+        ([:], [:]))
+    // Guards the next poll for cancels recorded by other processes (nil once closed).
+    private let cancelPoll = Locked<(token: (any Cancelable)?, open: Bool)>((nil, true))
+
+    /// Opens the store at `path`, creating it if missing.
+    ///
+    /// - Parameters:
+    ///   - durability: ``DurableDurability/full`` (a recorded step survives a power cut) or
+    ///     ``DurableDurability/normal`` (survives a crash of the process; faster).
+    ///   - lease: how long a claimed step stays this process's without a renewal (renewed every third
+    ///     of it); another process takes a step over after it.
+    /// - Throws: ``DurableError/notAStore(path:)`` for a file that is not a store,
+    ///   ``DurableError/newerSchema(found:supported:)`` for one a newer version wrote (both left
+    ///   untouched), ``DurableError/storage(message:)`` when it cannot be opened.
+    public convenience init(path: String, durability: DurableDurability = .full, lease: Duration = .seconds(30))
+        throws
+    {
+        try self.init(
+            storage: SQLiteStorage(path: path, durability: durability, leaseSeconds: max(0.03, lease.inSeconds)))
+    }
+
+    /// Opens the store at `url` (a file URL), creating it if missing; see ``init(path:durability:lease:)``.
+    public convenience init(path url: URL, durability: DurableDurability = .full, lease: Duration = .seconds(30))
+        throws
+    {
+        try self.init(path: url.path, durability: durability, lease: lease)
+    }
+
+    /// A store in memory, for tests: nothing survives the process.
+    public static func inMemory(lease: Duration = .seconds(30)) throws -> DurableStore {
+        try DurableStore(path: ":memory:", durability: .normal, lease: lease)
+    }
+
+    init(storage: any DurableStorage) {
+        self.storage = storage
+        armCancelPoll()
+    }
+
+    deinit { close() }
+
+    /// Stops the store's thread (after the requests waiting); the store cannot be used afterwards.
+    public func close() {
+        cancelPoll.withLock { poll -> (any Cancelable)? in
+            poll.open = false
+            defer { poll.token = nil }
+            return poll.token
+        }?.cancel()
+        storage.close()
+    }
+
+    /// Every third of the lease: the runs running here whose cancel another process recorded.
+    private func armCancelPoll() {
+        let interval = Duration(clampingSeconds: max(0.01, storage.leaseSeconds / 3))
+        let token = DispatchScheduler.shared.schedule(after: interval) { [weak self] in
+            guard let self else { return }
+            pollCancels()
+            armCancelPoll()
+        }
+        let open = cancelPoll.withLock { poll -> Bool in
+            if poll.open { poll.token = token }
+            return poll.open
+        }
+        if !open { token.cancel() }
+    }
+
+    /// Registers `workflow` (its runs can be started and resumed here). Throws
+    /// ``DurableError/duplicateWorkflow(_:)`` if a workflow with its name is registered.
+    public func register<W: DurableWorkflow>(_ workflow: W.Type) throws {
+        try state.withLock { state in
+            guard state.workflows[W.name] == nil else { throw DurableError.duplicateWorkflow(W.name) }
+            state.workflows[W.name] = RegisteredWorkflow(workflow)
+        }
+    }
+
+    /// Starts a run of `workflow` with `input`, recorded under `id`, and returns it (running).
+    ///
+    /// `build` runs first (a `build` that throws, or makes an invalid flow, records nothing and throws);
+    /// then the run is recorded in one transaction, then it runs. An `id` the store already has (from
+    /// this process or another, ended or not) gives that run with `.keep`: its value once it ended, or
+    /// the run itself going on; `.fail` throws ``DurableError/runExists(_:)``.
+    public func start<W: DurableWorkflow>(
+        _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
+    ) throws -> DurableRun<W.Output> {
+        guard state.withLock({ $0.workflows[W.name] }) != nil else { throw DurableError.unknownWorkflow(W.name) }
+        if let running = state.withLock({ $0.active[id] }) {
+            if ifExists == .fail { throw DurableError.runExists(id) }
+            guard let run = running as? DurableRun<W.Output> else { throw DurableError.runExists(id) }
+            return run
+        }
+        let (steps, final) = try Self.plan(W.self, input: input)
+        let encoded = try JSONEncoder().encode(input)
+        let created = try storage.createRun(
+            NewRun(id: id, workflow: W.name, input: encoded, steps: steps.map(\.id), finalStep: steps[final].id))
+        switch created {
+        case .created:
+            return launch(DurableRun<W.Output>.self, id: id, workflow: W.name, steps: steps, final: final)
+        case .exists(let stored):
+            if ifExists == .fail { throw DurableError.runExists(id) }
+            if stored.workflow != W.name { throw DurableError.runExists(id) }
+            if stored.state.isEnded {
+                let run = DurableRun<W.Output>(
+                    id: id, workflow: W.name, store: self, plan: .ended(stored, codec: steps[final].codec))
+                run.executeQuietly()
+                return run
+            }
+            return launch(DurableRun<W.Output>.self, id: id, workflow: W.name, steps: steps, final: final)
+        }
+    }
+
+    /// Resumes every run not ended whose workflow this process registered: `build` runs again with the
+    /// recorded input; steps recorded completed do not run again, steps begun but not ended run again
+    /// (attempt + 1), the rest run as usual. A run whose input no longer decodes, or that has a recorded
+    /// step `build` no longer makes, fails (recorded, nothing deleted). Runs already running here, of a
+    /// workflow not registered here, or cancelled, are left as they are.
+    public func resumeUnfinished() throws -> DurableResumeReport {
+        var resumed: [String] = []
+        var notResumed: [(run: String, reason: String)] = []
+        for stored in try storage.unfinishedRuns() {
+            let (workflow, running) = state.withLock { ($0.workflows[stored.workflow], $0.active[stored.id] != nil) }
+            if running {
+                notResumed.append((stored.id, "it is already running in this process"))
+                continue
+            }
+            guard let workflow else {
+                notResumed.append(
+                    (stored.id, "its workflow '\(stored.workflow)' is not registered in this process"))
+                continue
+            }
+            do {
+                try workflow.resume(stored, self)
+                CommandLogging.log(.info, command: "\(stored.workflow)/\(stored.id)", "resumed")
+                resumed.append(stored.id)
+            } catch {
+                let failure = DurableRun<Int>.recordedFailure(of: error, step: "", run: stored.id)
+                let done = DispatchSemaphore(value: 0)
+                storage.finishRun(run: stored.id, state: .failed, error: failure) { _ in done.signal() }
+                done.wait()
+                notResumed.append((stored.id, String(describing: error)))
+            }
+        }
+        return DurableResumeReport(resumed: resumed, notResumed: notResumed)
+    }
+
+    /// The runs recorded, with their steps.
+    public func runs(_ filter: DurableRunFilter = .all) throws -> [DurableRunRecord] {
+        try storage.records(filter)
+    }
+
+    /// Records a cancel of run `runID` (it is never resumed) and cancels its steps running here; another
+    /// process running its steps stops them at its next lease renewal at the latest.
+    public func cancel(runID: String) throws {
+        _ = try storage.requestCancel(run: runID)
+        state.withLock { $0.active[runID] }?.cancelHere()
+    }
+
+    /// Deletes the runs that ended before `date` (and their steps); returns how many.
+    public func prune(endedBefore date: Date) throws -> Int {
+        try storage.prune(endedBefore: date)
+    }
+
+    // MARK: Internals
+
+    /// Builds `workflow`'s flow for `input`: its steps and the final one's place.
+    static func plan<W: DurableWorkflow>(_: W.Type, input: W.Input) throws -> ([StepDefinition], Int) {
+        let flow = DurableFlow(workflow: W.name)
+        let final = try W.build(flow, input: input)
+        if let mistake = flow.mistake { throw mistake }
+        guard final.flow == ObjectIdentifier(flow), final.index < flow.steps.count else {
+            throw DurableError.invalidFlow(
+                workflow: W.name, message: "build returned a step of another flow: return one of this flow's steps")
+        }
+        return (flow.steps, final.index)
+    }
+
+    /// Makes, tracks and executes a live run.
+    func launch<Output: Sendable>(
+        _: DurableRun<Output>.Type, id: String, workflow: String, steps: [StepDefinition], final: Int
+    ) -> DurableRun<Output> {
+        let execution = RunExecution(storage: storage, runID: id, workflow: workflow)
+        let run = DurableRun<Output>(
+            id: id, workflow: workflow, store: self, plan: .live(steps: steps, final: final, execution: execution))
+        state.withLock { $0.active[id] = run }
+        run.executeQuietly()
+        return run
+    }
+
+    /// A run of this process ended (its end recorded).
+    func ended(_ id: String) { state.withLock { _ = $0.active.removeValue(forKey: id) } }
+
+    /// A run's `cancel()`: recorded without blocking.
+    func recordCancel(_ id: String) {
+        storage.requestCancel(run: id) { _ in }
+        ended(id)
+    }
+
+    func finalValue(of run: StoredRun, completion: @escaping @Sendable (Result<Data?, any Error>) -> Void) {
+        storage.stepValue(run: run.id, step: run.finalStep, completion: completion)
+    }
+
+    /// Cancels the runs running here whose cancel another process recorded.
+    private func pollCancels() {
+        let ids = state.withLock { Array($0.active.keys) }
+        storage.cancelRequested(among: ids) { [weak self] cancelled in
+            guard let self else { return }
+            for id in cancelled { state.withLock { $0.active[id] }?.cancelHere() }
+        }
+    }
+}
+
+/// A run running in this process, whatever its output type.
+protocol ActiveRun: AnyObject, Sendable {
+    /// Cancels it here (its cancel is recorded already, or is recorded by it).
+    func cancelHere()
+}
+
+extension DurableRun: ActiveRun {
+    func cancelHere() { cancel() }
+}
+
+/// A registered workflow, whatever its types: resumes a recorded run.
+struct RegisteredWorkflow: Sendable {
+    let resume: @Sendable (StoredRun, DurableStore) throws -> Void
+
+    init<W: DurableWorkflow>(_: W.Type) {
+        resume = { stored, store in
+            let input: W.Input
+            do {
+                input = try JSONDecoder().decode(W.Input.self, from: stored.input)
+            } catch {
+                throw DurableError.decoding(run: stored.id, step: nil, underlying: String(describing: error))
+            }
+            let (steps, final) = try DurableStore.plan(W.self, input: input)
+            let made = Set(steps.map(\.id))
+            if let changed = stored.steps.first(where: { !made.contains($0) }) {
+                throw DurableError.workflowChanged(run: stored.id, step: changed)
+            }
+            _ = store.launch(DurableRun<W.Output>.self, id: stored.id, workflow: W.name, steps: steps, final: final)
+        }
+    }
+}

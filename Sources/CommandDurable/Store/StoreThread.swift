@@ -1,0 +1,178 @@
+import CommandCore
+import Dispatch
+import Foundation
+
+/// The store's own thread: every SQLite call of a store runs here, never on a command's queue, the
+/// Dispatch pool or the concurrency pool (a `FULL` commit waits for the disk).
+///
+/// Group commit: the thread takes every request waiting and writes them in one `BEGIN IMMEDIATE ...
+/// COMMIT` (each inside a savepoint, so one request's failure undoes that request only); while one commit
+/// waits for the disk, the next batch gathers. Completions are called after the commit: an engine
+/// callback on a global Dispatch queue (never on this thread, so no command code runs here), a
+/// synchronous caller's wake-up right here. A periodic job (lease renewal) runs between batches.
+final class StoreThread: @unchecked Sendable {
+    // `@unchecked Sendable`: `pending`, `stopping` and `periodic` are guarded by `condition`; the
+    // connection is touched only by the thread (and by `init` before the thread starts).
+    private struct Request {
+        let write: Bool
+        /// Runs the request on the connection; returns whether it threw, and what to call once its batch
+        /// ended (with the commit's failure, which replaces the request's own result).
+        let perform: (SQLiteConnection) -> (threw: Bool, finish: (_ commitError: (any Error)?) -> Void)
+        /// Fails the request without running it.
+        let abandon: (any Error) -> Void
+    }
+
+    private let condition = NSCondition()
+    private var pending: [Request] = []
+    private var stopping = false
+    private var stopped = false
+    private var periodic: (every: TimeInterval, next: Date, job: (SQLiteConnection) -> Void)?
+    private let connection: SQLiteConnection
+    /// Commits made (for the group-commit figures).
+    private let commitCount = Locked(0)
+
+    init(connection: SQLiteConnection, name: String) {
+        self.connection = connection
+        let thread = Thread { [self] in loop() }
+        thread.name = name
+        thread.start()
+    }
+
+    var commits: Int { commitCount.withLock { $0 } }
+
+    /// Runs `body` on the thread, inside a write transaction (with others: group commit) when `write`;
+    /// `completion` gets its result once the transaction committed, on a global queue (`hop`) or on the
+    /// thread itself (a synchronous caller waking up).
+    func submit<T>(
+        write: Bool, hop: Bool = true, _ body: @escaping (SQLiteConnection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        let deliver: @Sendable (Result<T, any Error>) -> Void = { result in
+            nonisolated(unsafe) let delivered = result
+            if hop {
+                DispatchQueue.global().async { completion(delivered) }
+            } else {
+                completion(delivered)
+            }
+        }
+        let request = Request(write: write, perform: { connection in
+            let result: Result<T, any Error>
+            do { result = .success(try body(connection)) } catch { result = .failure(error) }
+            // The result crosses to the completion's thread once; it is not touched here afterwards.
+            nonisolated(unsafe) let outcome = result
+            let threw: Bool
+            if case .failure = result { threw = true } else { threw = false }
+            return (threw, { commitError in deliver(commitError.map { .failure($0) } ?? outcome) })
+        }, abandon: { error in deliver(.failure(error)) })
+        condition.lock()
+        let accepted = !stopping
+        if accepted {
+            pending.append(request)
+            condition.signal()
+        }
+        condition.unlock()
+        if !accepted {
+            completion(.failure(DurableError.storage(message: "the store was closed")))
+        }
+    }
+
+    /// Runs `body` on the thread and waits for it (the caller's thread sleeps; the store's thread does
+    /// the I/O).
+    func sync<T>(write: Bool, _ body: @escaping (SQLiteConnection) throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var outcome: Result<T, any Error>?
+        submit(write: write, hop: false, body) { result in
+            outcome = result
+            done.signal()
+        }
+        done.wait()
+        return try outcome!.get()
+    }
+
+    /// Runs `job` on the thread every `interval` seconds, between batches, in its own transaction.
+    func every(_ interval: TimeInterval, _ job: @escaping (SQLiteConnection) -> Void) {
+        condition.lock()
+        periodic = (interval, Date().addingTimeInterval(interval), job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Stops the thread once the requests waiting are done; the connection is closed.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while pending.isEmpty && !stopping {
+                if let periodic {
+                    if periodic.next <= Date() || !condition.wait(until: periodic.next) { break }
+                } else {
+                    condition.wait()
+                }
+            }
+            let batch = pending
+            pending = []
+            let done = stopping && batch.isEmpty
+            var job: ((SQLiteConnection) -> Void)?
+            if let current = periodic, current.next <= Date() {
+                job = current.job
+                periodic = (current.every, Date().addingTimeInterval(current.every), current.job)
+            }
+            condition.unlock()
+            if let job {
+                run([
+                    Request(
+                        write: true,
+                        perform: { connection in
+                            job(connection)
+                            return (false, { _ in })
+                        }, abandon: { _ in })
+                ])
+            }
+            if !batch.isEmpty { run(batch) }
+            if done { break }
+        }
+        connection.close()
+    }
+
+    /// One batch: the reads first, each on its own; the writes together in one transaction.
+    private func run(_ batch: [Request]) {
+        var finish: [(_ commitError: (any Error)?) -> Void] = []
+        let writes = batch.filter(\.write)
+        for request in batch where !request.write { request.perform(connection).finish(nil) }
+        guard !writes.isEmpty else { return }
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+        } catch {
+            let failure = DurableError.storage(message: "could not begin a transaction: \(error)")
+            for request in writes { request.abandon(failure) }
+            return
+        }
+        for request in writes {
+            do { try connection.execute("SAVEPOINT request") } catch {
+                let failure = DurableError.storage(message: "\(error)")
+                finish.append { _ in request.abandon(failure) }
+                continue
+            }
+            let (threw, completion) = request.perform(connection)
+            // A request that threw undoes what it wrote, and only that.
+            if threw { try? connection.execute("ROLLBACK TO request") }
+            try? connection.execute("RELEASE request")
+            finish.append(completion)
+        }
+        var commitError: (any Error)?
+        do {
+            try connection.execute("COMMIT")
+            commitCount.withLock { $0 += 1 }
+        } catch {
+            commitError = DurableError.storage(message: "a commit failed: \(error)")
+            try? connection.execute("ROLLBACK")
+        }
+        for call in finish { call(commitError) }
+    }
+}

@@ -1,0 +1,239 @@
+import CommandCore
+import CommandGraph
+import Foundation
+
+/// What a step's command is made with: the run, the step, the attempt, and a key that is the same on
+/// every attempt (for an outside service to drop a repeat: an HTTP `Idempotency-Key` header).
+public struct StepContext: Sendable {
+    /// The run's id (given to `start`).
+    public let runID: String
+    /// The step's id (given to `step`).
+    public let stepID: String
+    /// 1 for the first attempt, 2 for the next (a retry, or a run again after its process died), across
+    /// processes.
+    public let attempt: Int
+    /// `"<workflow>/<run id>/<step id>"`: the same on every attempt of this step of this run.
+    public let idempotencyKey: String
+}
+
+/// When a failed step is tried again.
+public enum StepRetry: Sendable {
+    /// A failure fails the step (and the run).
+    case never
+    /// Up to `count` attempts in all (`count` failures fail the step), waiting `backoff` after each
+    /// failure; the time of the next attempt is recorded, so a process killed during a wait waits only
+    /// the rest of it after resuming. A run again after its process died does not count as a failure.
+    case attempts(Int, backoff: RetryDelay = .none)
+
+    /// How many failures the step may have before it fails.
+    var allowedFailures: Int {
+        switch self {
+        case .never: return 1
+        case .attempts(let count, _): return max(1, count)
+        }
+    }
+
+    func delay(afterFailure failure: Int) -> Duration {
+        switch self {
+        case .never: return .zero
+        case .attempts(_, let backoff): return backoff.delay(afterAttempt: failure)
+        }
+    }
+}
+
+/// A step of a workflow, whatever its value: what `step(_:waitingFor:...)` takes.
+public protocol DurableStepHandle: Sendable {
+    /// The step's id.
+    var id: String { get }
+    /// Its place in its flow (the order steps were made).
+    var index: Int { get }
+}
+
+/// A step made by ``DurableFlow/step(_:after:retry:_:)``: a handle to pass to later steps (its value is
+/// theirs) or to return from `build` (its value is the run's).
+public struct DurableStep<Value: Sendable>: DurableStepHandle {
+    public let id: String
+    public let index: Int
+    /// The flow that made it (a step of another flow is refused when used).
+    let flow: ObjectIdentifier
+}
+
+/// Builds a workflow's steps (the argument of ``DurableWorkflow/build(_:input:)``).
+///
+/// A step can only come after steps made before it, so a flow has no cycle. Two steps with one id, or
+/// a step of another flow, make `build` fail (nothing is recorded) with a ``DurableError``.
+public final class DurableFlow: @unchecked Sendable {
+    // `@unchecked Sendable`: filled by `build` on one thread, then only read (a flow is not shared
+    // while it is being built).
+    let workflow: String
+    private(set) var steps: [StepDefinition] = []
+    private var ids: Set<String> = []
+    /// The first mistake `build` made (a duplicate id, a foreign step), thrown after it returns.
+    private(set) var mistake: DurableError?
+
+    init(workflow: String) { self.workflow = workflow }
+
+    /// A step whose command is made by `make` once every step in `after` completed, with their values;
+    /// its last value is recorded (encoded as JSON) before any step after it starts.
+    ///
+    /// - Parameters:
+    ///   - id: the step's id, unique in the workflow and the same at every `build` of one input.
+    ///   - after: the steps it comes after; `make` gets their values, in this order.
+    ///   - retry: when a failure is tried again (``StepRetry/never`` by default).
+    ///   - make: makes the step's command (on the step's queue), for each attempt.
+    @discardableResult
+    public func step<Output: Codable & Sendable, each Value: Sendable>(
+        _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
+        _ make: @escaping @Sendable (StepContext, repeat each Value) -> Command<Output>
+    ) -> DurableStep<Output> {
+        var after: [Int] = []
+        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        let reads = (repeat each dependencies)
+        return add(id, after: after, retry: retry, codec: .json(Output.self)) { context, values in
+            make(context, repeat values.value(of: each reads))
+        }
+    }
+
+    /// A step whose command sends no value (`Command<Void>`): recorded completed, without a value.
+    @discardableResult
+    public func step<each Value: Sendable>(
+        _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
+        _ make: @escaping @Sendable (StepContext, repeat each Value) -> Command<Void>
+    ) -> DurableStep<Void> {
+        var after: [Int] = []
+        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        let reads = (repeat each dependencies)
+        return add(id, after: after, retry: retry, codec: .void) { context, values in
+            make(context, repeat values.value(of: each reads))
+        }
+    }
+
+    /// A step that comes after `steps` without taking their values (an order, not a data flow).
+    @discardableResult
+    public func step<Output: Codable & Sendable>(
+        _ id: String, waitingFor steps: [any DurableStepHandle], retry: StepRetry = .never,
+        _ make: @escaping @Sendable (StepContext) -> Command<Output>
+    ) -> DurableStep<Output> {
+        let after = steps.map { check($0, for: id) }
+        return add(id, after: after, retry: retry, codec: .json(Output.self)) { context, _ in make(context) }
+    }
+
+    /// A step without a value that comes after `steps` without taking their values.
+    @discardableResult
+    public func step(
+        _ id: String, waitingFor steps: [any DurableStepHandle], retry: StepRetry = .never,
+        _ make: @escaping @Sendable (StepContext) -> Command<Void>
+    ) -> DurableStep<Void> {
+        let after = steps.map { check($0, for: id) }
+        return add(id, after: after, retry: retry, codec: .void) { context, _ in make(context) }
+    }
+
+    private func check(_ step: any DurableStepHandle, for id: String) -> Int {
+        let ours = (step as? any FlowOwned)?.flowID == ObjectIdentifier(self)
+        if !ours || step.index >= steps.count || steps[step.index].id != step.id {
+            note(
+                .invalidFlow(
+                    workflow: workflow,
+                    message: "step '\(id)' comes after '\(step.id)', which is not a step of this flow: "
+                        + "make every step with the flow `build` was given"))
+        }
+        return step.index
+    }
+
+    private func add<Output: Sendable>(
+        _ id: String, after: [Int], retry: StepRetry, codec: StepCodec,
+        make: @escaping @Sendable (StepContext, StepValues) -> Command<Output>
+    ) -> DurableStep<Output> {
+        if !ids.insert(id).inserted {
+            note(
+                .invalidFlow(
+                    workflow: workflow,
+                    message: "two steps have the id '\(id)': give each step of a workflow its own id"))
+        }
+        if case .attempts(let count, let backoff) = retry {
+            if count < 1 {
+                note(
+                    .invalidFlow(
+                        workflow: workflow, message: "step '\(id)' has .attempts(\(count)); give 1 or more"))
+            }
+            if let reason = backoff.invalidReason {
+                note(.invalidFlow(workflow: workflow, message: "step '\(id)': \(reason)"))
+            }
+        }
+        let index = steps.count
+        steps.append(
+            StepDefinition(
+                id: id, index: index, after: after, retry: retry, codec: codec,
+                make: { context, values in StepRun(make(context, values)) }))
+        return DurableStep(id: id, index: index, flow: ObjectIdentifier(self))
+    }
+
+    private func note(_ error: DurableError) {
+        if mistake == nil { mistake = error }
+    }
+}
+
+/// A handle that knows the flow that made it.
+protocol FlowOwned {
+    var flowID: ObjectIdentifier { get }
+}
+
+extension DurableStep: FlowOwned {
+    var flowID: ObjectIdentifier { flow }
+}
+
+/// One step as the engine sees it: its place, its edges, how its value is stored, and how its command
+/// is made.
+struct StepDefinition: Sendable {
+    let id: String
+    let index: Int
+    let after: [Int]
+    let retry: StepRetry
+    let codec: StepCodec
+    /// Makes the attempt's command (type-erased).
+    let make: @Sendable (StepContext, StepValues) -> StepRun
+}
+
+/// How a step's value is stored: JSON of a `Codable` value, or nothing for `Void`.
+struct StepCodec: Sendable {
+    /// The value's encoding; nil for a step without a value.
+    let encode: @Sendable (any Sendable) throws -> Data?
+    let decode: @Sendable (Data?) throws -> any Sendable
+
+    static func json<Value: Codable & Sendable>(_: Value.Type) -> StepCodec {
+        StepCodec(
+            encode: { value in
+                guard let value = value as? Value else {
+                    throw EncodingError.invalidValue(
+                        value, .init(codingPath: [], debugDescription: "not a \(Value.self)"))
+                }
+                return try JSONEncoder().encode(value)
+            },
+            decode: { data in
+                guard let data else {
+                    throw DecodingError.valueNotFound(
+                        Value.self, .init(codingPath: [], debugDescription: "no value was recorded"))
+                }
+                return try JSONDecoder().decode(Value.self, from: data)
+            })
+    }
+
+    static let void = StepCodec(encode: { _ in nil }, decode: { _ in () })
+}
+
+/// The values of a run's completed steps, read by the steps after them.
+final class StepValues: Sendable {
+    // Guards the values by step index.
+    private let values = Locked<[Int: any Sendable]>([:])
+
+    func set(_ value: any Sendable, at index: Int) { values.withLock { $0[index] = value } }
+
+    func value(at index: Int) -> (any Sendable)? { values.withLock { $0[index] } }
+
+    func value<Value>(of step: DurableStep<Value>) -> Value {
+        guard let value = values.withLock({ $0[step.index] }) as? Value else {
+            preconditionFailure("DurableFlow: step '\(step.id)' ran before the value of a step it comes after")
+        }
+        return value
+    }
+}

@@ -1,0 +1,173 @@
+import CommandDurable
+import CommandTestSupport
+import Foundation
+import Testing
+
+/// The rules of durable runs, each on a real store (a file, or memory where a file changes nothing).
+@Suite struct DurableRuleTests {
+    @Test func start_runsTheSteps_recordsEach_andSendsTheRunsValue() async throws {
+        let store = try DurableStore.inMemory()
+        try store.register(Sum.self)
+        let run = try store.start(Sum.self, id: "r1", input: .init(tag: "start"))
+        #expect(try await run.value == 5)
+        let records = try store.runs()
+        #expect(records.count == 1)
+        let record = try #require(records.first)
+        #expect(record.id == "r1" && record.workflow == "sum" && record.state == .completed)
+        #expect(record.steps.map(\.id) == ["a", "b", "sum"])
+        #expect(record.steps.allSatisfy { $0.state == .completed && $0.attempts == 1 && $0.ended != nil })
+        #expect(Probe.counter.count("start/sum") == 1)
+    }
+
+    @Test func theSameID_keep_givesThatRun_andFail_throwsRunExists() async throws {
+        let store = try DurableStore.inMemory()
+        try store.register(Sum.self)
+        let first = try store.start(Sum.self, id: "same", input: .init(tag: "keep"))
+        #expect(try await first.value == 5)
+        let again = try store.start(Sum.self, id: "same", input: .init(tag: "keep"))
+        #expect(try await again.value == 5)
+        #expect(Probe.counter.count("keep/sum") == 1)  // the recorded value, nothing run again
+        #expect(throws: DurableError.runExists("same")) {
+            try store.start(Sum.self, id: "same", input: .init(tag: "keep"), ifExists: .fail)
+        }
+        #expect(try store.runs().count == 1)
+    }
+
+    struct Throwing: DurableWorkflow {
+        static let name = "throwing"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+            throw TestFailure(message: "no flow for \(input)")
+        }
+    }
+
+    struct TwoIDs: DurableWorkflow {
+        static let name = "two-ids"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+            _ = flow.step("x") { _ in Command.just(1) }
+            return flow.step("x") { _ in Command.just(2) }
+        }
+    }
+
+    @Test func aBuildThatThrows_orTwoStepsWithOneID_recordNothing() throws {
+        let store = try DurableStore.inMemory()
+        try store.register(Throwing.self)
+        try store.register(TwoIDs.self)
+        #expect(throws: TestFailure.self) { try store.start(Throwing.self, id: "t", input: 1) }
+        do {
+            _ = try store.start(TwoIDs.self, id: "d", input: 1)
+            Issue.record("two steps with one id were accepted")
+        } catch let error as DurableError {
+            guard case .invalidFlow(let workflow, let message) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(workflow == "two-ids" && message.contains("'x'"))
+        }
+        #expect(try store.runs().isEmpty)
+    }
+
+    @Test func registration_unknownAndDuplicateWorkflows_throw() throws {
+        let store = try DurableStore.inMemory()
+        #expect(throws: DurableError.unknownWorkflow("sum")) { try store.start(Sum.self, id: "u", input: .init(tag: "u")) }
+        try store.register(Sum.self)
+        #expect(throws: DurableError.duplicateWorkflow("sum")) { try store.register(Sum.self) }
+    }
+
+    struct Flaky: DurableWorkflow {
+        static let name = "flaky"
+        static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+            flow.step("flaky", retry: .attempts(3)) { context in
+                Command<Int> { result in
+                    Probe.counter.hit("\(input)/flaky")
+                    let fail = Probe.failuresLeft.withLock { left -> Bool in
+                        let remaining = left[input, default: 0]
+                        left[input] = remaining - 1
+                        return remaining > 0
+                    }
+                    if fail {
+                        result.fail(TestFailure(message: "flaky attempt \(context.attempt)"))
+                    } else {
+                        result.succeed(context.attempt)
+                    }
+                    return nil
+                }
+            }
+        }
+    }
+
+    @Test func aFailure_isRecorded_andRetried_withTheAttemptCounted() async throws {
+        let store = try DurableStore.inMemory()
+        try store.register(Flaky.self)
+        Probe.failuresLeft.withLock { $0["retry"] = 2 }
+        let run = try store.start(Flaky.self, id: "f", input: "retry")
+        #expect(try await run.value == 3)  // attempts 1 and 2 failed, 3 succeeded
+        let step = try #require(try store.runs().first?.steps.first)
+        #expect(step.attempts == 3 && step.state == .completed)
+        #expect(step.lastError?.contains("flaky attempt 2") == true)
+        #expect(step.lastError?.contains("TestFailure") == true)
+    }
+
+    @Test func theLastFailure_failsTheRun_withTheErrorItself_thenStepFailedFromTheRecord() async throws {
+        let store = try DurableStore.inMemory()
+        try store.register(Flaky.self)
+        Probe.failuresLeft.withLock { $0["fails"] = 10 }
+        let run = try store.start(Flaky.self, id: "x", input: "fails")
+        do {
+            _ = try await run.value
+            Issue.record("the run did not fail")
+        } catch let error as TestFailure {
+            #expect(error.message == "flaky attempt 3")
+        }
+        let record = try #require(try store.runs().first)
+        #expect(record.state == .failed && record.steps.first?.state == .failed)
+        let again = try store.start(Flaky.self, id: "x", input: "fails")
+        do {
+            _ = try await again.value
+            Issue.record("the recorded failure was not thrown")
+        } catch let error as DurableError {
+            guard case .stepFailed(let step, let message) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(step == "flaky" && message.contains("flaky attempt 3"))
+        }
+        #expect(Probe.counter.count("fails/flaky") == 3)
+    }
+
+    struct Hanging: DurableWorkflow {
+        static let name = "hanging"
+        static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+            let first = flow.step("first") { _ in Probe.value("\(input)/first", 1) }
+            return flow.step("second", after: first) { _, value in
+                Command<Int> { result in
+                    Probe.counter.hit("\(input)/second")
+                    Probe.held.withLock { $0[input] = result }
+                    return nil
+                }
+            }
+        }
+    }
+
+    @Test func cancel_isRecorded_stopsTheSteps_andTheRunIsNeverResumed() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = try DurableStore(path: folder.file())
+        try store.register(Hanging.self)
+        let run = try store.start(Hanging.self, id: "c", input: "cancel")
+        let running = Checkpoint()
+        Task {
+            while Probe.held.withLock({ $0["cancel"] }) == nil { await Task.yield() }
+            running.fulfill()
+        }
+        #expect(await running.wait())
+        run.cancel()
+        #expect("\(await terminalState(of: run))".hasPrefix("cancelled"))
+        store.close()
+        let reopened = try DurableStore(path: folder.file())
+        try reopened.register(Hanging.self)
+        #expect(try reopened.runs().first?.state == .cancelled)
+        let report = try reopened.resumeUnfinished()
+        #expect(report.resumed.isEmpty)
+        #expect(Probe.counter.count("cancel/second") == 1)
+    }
+}
