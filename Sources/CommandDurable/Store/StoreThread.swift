@@ -25,7 +25,9 @@ final class StoreThread: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending: [Request] = []
     private var stopping = false
-    private var stopped = false
+    private var thread: Thread?
+    /// Signalled once the loop ended and the connection is closed.
+    private let finished = DispatchSemaphore(value: 0)
     private var periodic: (every: TimeInterval, next: Date, job: (SQLiteConnection) -> Void)?
     private let connection: SQLiteConnection
     /// Commits made (for the group-commit figures).
@@ -35,6 +37,7 @@ final class StoreThread: @unchecked Sendable {
         self.connection = connection
         let thread = Thread { [self] in loop() }
         thread.name = name
+        self.thread = thread
         thread.start()
     }
 
@@ -97,12 +100,19 @@ final class StoreThread: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Stops the thread once the requests waiting are done; the connection is closed.
+    /// Stops the thread once the requests waiting are done, and waits until the connection is closed
+    /// (unless called on the store's thread itself, which then stops after this request).
     func stop() {
         condition.lock()
+        let first = !stopping
         stopping = true
         condition.signal()
+        let here = Thread.current === thread
         condition.unlock()
+        if first && !here {
+            finished.wait()
+            finished.signal()  // later callers pass too
+        }
     }
 
     private func loop() {
@@ -138,6 +148,7 @@ final class StoreThread: @unchecked Sendable {
             if done { break }
         }
         connection.close()
+        finished.signal()
     }
 
     /// One batch: the reads first, each on its own; the writes together in one transaction.

@@ -1,0 +1,206 @@
+import CommandDurable
+import CommandTestSupport
+import Foundation
+import Testing
+
+/// Resume in one process: a store closed while a step runs (its lease is never renewed again, as if its
+/// process had stalled), then the same file opened again.
+@Suite struct DurableResumeTests {
+    /// Waits until `step` of `input` is running (its command was made).
+    private func running(_ input: String) async -> Bool {
+        let seen = Checkpoint()
+        Task {
+            while Probe.held.withLock({ $0[input] }) == nil { try? await Task.sleep(nanoseconds: 1_000_000) }
+            seen.fulfill()
+        }
+        return await seen.wait()
+    }
+
+    @Test func resume_skipsWhatCompleted_andRunsAgainWhatWasBegun_withAttemptPlusOne() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let first = try DurableStore(path: folder.file(), lease: .milliseconds(300))
+        try first.register(DurableRuleTests.Hanging.self)
+        _ = try first.start(DurableRuleTests.Hanging.self, id: "h", input: "resume")
+        #expect(await running("resume"))
+        first.close()  // the step it holds is never renewed nor completed here again
+        Probe.held.withLock { $0["resume"] = nil }
+
+        let second = try DurableStore(path: folder.file(), lease: .milliseconds(300))
+        try second.register(DurableRuleTests.Hanging.self)
+        let report = try second.resumeUnfinished()
+        #expect(report.resumed == ["h"])
+        // The second step is taken over once the first store's lease ran out; the first step is not run again.
+        #expect(await running("resume"))
+        Probe.held.withLock { $0["resume"] }?.succeed(42)
+        let run = try second.start(DurableRuleTests.Hanging.self, id: "h", input: "resume")
+        #expect(try await run.value == 42)
+        #expect(Probe.counter.count("resume/first") == 1)
+        #expect(Probe.counter.count("resume/second") == 2)
+        let steps = try #require(try second.runs().first?.steps)
+        #expect(steps.map(\.attempts) == [1, 2])
+        #expect(steps.allSatisfy { $0.state == .completed })
+    }
+
+    struct V2: DurableWorkflow {
+        static let name = "hanging"  // the same name, other step ids
+        static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+            let first = flow.step("first") { _ in Probe.value("\(input)/first", 1) }
+            return flow.step("renamed", after: first) { _, value in Command.just(value) }
+        }
+    }
+
+    @Test func aRecordedStepTheWorkflowNoLongerMakes_failsTheRun_recorded() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let first = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+        try first.register(DurableRuleTests.Hanging.self)
+        _ = try first.start(DurableRuleTests.Hanging.self, id: "w", input: "changed")
+        #expect(await running("changed"))
+        first.close()
+
+        let second = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+        try second.register(V2.self)
+        let report = try second.resumeUnfinished()
+        #expect(report.resumed.isEmpty)
+        #expect(report.notResumed.first?.run == "w")
+        #expect(report.notResumed.first?.reason.contains("'second'") == true)
+        let record = try #require(try second.runs().first)
+        #expect(record.state == .failed)
+        #expect(record.steps.map(\.id) == ["first", "second"])  // nothing deleted
+        do {
+            _ = try await second.start(V2.self, id: "w", input: "changed").value
+            Issue.record("the recorded failure was not thrown")
+        } catch let error as DurableError {
+            #expect(error == .workflowChanged(run: "w", step: "second"))
+        }
+    }
+
+    struct OtherInput: DurableWorkflow {
+        static let name = "hanging"
+        struct Input: Codable, Sendable { var number: Int }
+        static func build(_ flow: DurableFlow, input: Input) throws -> DurableStep<Int> {
+            flow.step("first") { _ in Command.just(input.number) }
+        }
+    }
+
+    @Test func anInputThatNoLongerDecodes_failsTheRun_recordedByResume() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let first = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+        try first.register(DurableRuleTests.Hanging.self)
+        _ = try first.start(DurableRuleTests.Hanging.self, id: "i", input: "decoding")
+        #expect(await running("decoding"))
+        first.close()
+
+        let second = try DurableStore(path: folder.file())
+        try second.register(OtherInput.self)
+        let report = try second.resumeUnfinished()
+        #expect(report.notResumed.map(\.run) == ["i"])
+        let record = try #require(try second.runs().first)
+        #expect(record.state == .failed)
+        #expect(record.error?.isEmpty == false)
+    }
+
+    @Test func aRunOfAWorkflowNotRegisteredHere_isLeftAsItIs() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let first = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+        try first.register(DurableRuleTests.Hanging.self)
+        _ = try first.start(DurableRuleTests.Hanging.self, id: "n", input: "unregistered")
+        #expect(await running("unregistered"))
+        first.close()
+
+        let second = try DurableStore(path: folder.file())
+        let report = try second.resumeUnfinished()
+        #expect(report.resumed.isEmpty)
+        #expect(report.notResumed.first?.reason.contains("not registered") == true)
+        #expect(try second.runs().first?.state == .running)
+    }
+
+    struct Unencodable: Codable, Sendable {
+        func encode(to encoder: any Encoder) throws {
+            throw EncodingError.invalidValue(0, .init(codingPath: [], debugDescription: "never encodes"))
+        }
+        init() {}
+        init(from decoder: any Decoder) throws {}
+    }
+
+    struct BadValue: DurableWorkflow {
+        static let name = "bad-value"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Unencodable> {
+            flow.step("bad", retry: .attempts(5)) { _ in Command.just(Unencodable()) }
+        }
+    }
+
+    @Test func aValueThatDoesNotEncode_failsTheStep_withTheEncodingError_recorded() async throws {
+        let store = try DurableStore.inMemory()
+        try store.register(BadValue.self)
+        do {
+            _ = try await store.start(BadValue.self, id: "b", input: 0).value
+            Issue.record("an unencodable value was recorded")
+        } catch is EncodingError {
+        }
+        let step = try #require(try store.runs().first?.steps.first)
+        #expect(step.state == .failed && step.attempts == 1)  // not retried: it would never encode
+        #expect(step.lastError?.contains("never encodes") == true)
+    }
+}
+
+/// Files that are not stores, or are stores of a newer schema: a clear error, the file untouched.
+@Suite struct DurableStoreFileTests {
+    private func bytes(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+
+    @Test func aTextFile_isNotAStore_andIsLeftUntouched() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let path = folder.file("notes.txt")
+        try Data("shopping list: milk, eggs\n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: DurableError.notAStore(path: path)) { try DurableStore(path: path) }
+        #expect(bytes(path) == Data("shopping list: milk, eggs\n".utf8))
+    }
+
+    @Test func anotherDatabase_isNotAStore_andATruncatedStore_either() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        // A store of ours, truncated to half.
+        let store = folder.file("cut.sqlite")
+        do {
+            let made = try DurableStore(path: store, durability: .normal)
+            try made.register(Sum.self)
+            _ = try made.start(Sum.self, id: "t", input: .init(tag: "cut"))
+            made.close()
+        }
+        try? FileManager.default.removeItem(atPath: store + "-wal")
+        try? FileManager.default.removeItem(atPath: store + "-shm")
+        let whole = try #require(bytes(store))
+        let half = whole.prefix(whole.count / 2)
+        var page = Data(half)
+        // Keep the header but break the first page's contents.
+        if page.count > 200 { page.replaceSubrange(100..<200, with: Data(repeating: 0xAB, count: 100)) }
+        try page.write(to: URL(fileURLWithPath: store))
+        #expect(throws: DurableError.notAStore(path: store)) { try DurableStore(path: store) }
+        #expect(bytes(store) == page)
+    }
+
+    @Test func aNewerSchema_isRefused_andLeftUntouched() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let path = folder.file("newer.sqlite")
+        do { try DurableStore(path: path, durability: .normal).close() }
+        try? FileManager.default.removeItem(atPath: path + "-wal")
+        var header = try #require(bytes(path))
+        // `PRAGMA user_version` is the big-endian 32-bit number at offset 60 of the header.
+        header.replaceSubrange(60..<64, with: [0, 0, 0, 99])
+        try header.write(to: URL(fileURLWithPath: path))
+        #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) { try DurableStore(path: path) }
+        #expect(bytes(path) == header)
+    }
+
+    @Test func theErrors_nameTheFile_andSayWhatToDo() {
+        let text = String(describing: DurableError.notAStore(path: "/tmp/x.sqlite"))
+        #expect(text.contains("/tmp/x.sqlite") && text.contains("not changed"))
+        #expect(String(describing: DurableError.workflowChanged(run: "r", step: "s")).contains("keep step ids"))
+        #expect(String(describing: DurableError.unknownWorkflow("w")).contains("register"))
+    }
+}
