@@ -130,7 +130,8 @@ let package = Package(
         .testTarget(name: "CommandGraphTests", dependencies: ["CommandGraph", "CommandTestSupport"]),
         .testTarget(
             name: "CommandDurableTests",
-            dependencies: ["CommandDurable", "CommandTestSupport"]
+            // DurableWorker: the child process the kill tests start, kill and start again.
+            dependencies: ["CommandDurable", "CommandTestSupport", "DurableWorker"]
         ),
         .executableTarget(
             name: "DurableWorker",

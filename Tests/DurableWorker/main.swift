@@ -1,1 +1,33 @@
-print("worker")
+// The kill tests' worker: runs (or resumes) the run "kill" of a 21-step workflow on the store at
+// argv[1], appending "start <step> <attempt>" and "end <step> <attempt>" to the log at argv[2] (each
+// line written with O_APPEND, then fsync) around each step's work; prints "value <n>" and exits 0 when
+// the run ended. The test kills it with SIGKILL at seeded random moments and starts it again.
+//
+// Usage: DurableWorker <store> <log> [seed] [lease in ms] [runs, one after the other]. Exits 0 with the value, 3 when the run was
+// cancelled (from another process), 1 on any other error.
+import CommandDurable
+import Foundation
+
+guard Worker.arguments.count >= 3 else {
+    print("usage: DurableWorker <store> <log> [seed] [lease in ms] [runs]")
+    exit(2)
+}
+
+do {
+    let store = try DurableStore(
+        path: Worker.arguments[1], durability: .normal, lease: .milliseconds(Worker.leaseMilliseconds))
+    try store.register(KillTest.self)
+    for index in 0..<Worker.runs {
+        let run = try store.start(KillTest.self, id: Worker.runs == 1 ? "kill" : "kill-\(index)", input: 1)
+        let value = try await run.value
+        print("value \(value)")
+    }
+    store.close()
+    exit(0)
+} catch is CancellationError {
+    print("cancelled")
+    exit(3)
+} catch {
+    print("error \(error)")
+    exit(1)
+}

@@ -1,0 +1,213 @@
+import CommandDurable
+import CommandTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A crash tested by crashing: the worker (`Tests/DurableWorker`, a 21-step workflow: a chain of 10, a
+/// fan-out of 10, a fan-in) is started as a child process, killed with `SIGKILL` at seeded random
+/// moments, and started again (it resumes), until its run ends. Each step appends "start" and "end"
+/// lines (with its attempt and pid) to an outside log, with `O_APPEND` then `fsync`.
+@Suite(.serialized) struct DurableKillTests {
+    /// One line of the outside log.
+    struct LogLine: Equatable {
+        let start: Bool
+        let step: String
+        let attempt: Int
+        let pid: Int32
+    }
+
+    static var worker: URL {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for folder in [beside, beside.deletingLastPathComponent()] {
+            let candidate = folder.appendingPathComponent("DurableWorker")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return URL(fileURLWithPath: ".build/debug/DurableWorker")
+    }
+
+    /// A started worker, and its exit status once it ended (a continuation, not a blocked thread).
+    final class Child: Sendable {
+        let process: Process
+        private let status = Locked<(code: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+        let output = Pipe()
+
+        init(store: String, log: String, seed: UInt64, leaseMilliseconds: Int = 30_000, runs: Int = 1) throws {
+            process = Process()
+            process.executableURL = DurableKillTests.worker
+            process.arguments = [store, log, "\(seed)", "\(leaseMilliseconds)", "\(runs)"]
+            process.standardOutput = output
+            process.terminationHandler = { [status] process in
+                let code =
+                    process.terminationReason == .uncaughtSignal
+                    ? -process.terminationStatus : process.terminationStatus
+                let waiter = status.withLock { state -> CheckedContinuation<Int32, Never>? in
+                    state.code = code
+                    defer { state.waiter = nil }
+                    return state.waiter
+                }
+                waiter?.resume(returning: code)
+            }
+            try process.run()
+        }
+
+        /// The exit status (negative: the signal that killed it).
+        func exitCode() async -> Int32 {
+            await withCheckedContinuation { continuation in
+                let code = status.withLock { state -> Int32? in
+                    if state.code == nil { state.waiter = continuation }
+                    return state.code
+                }
+                if let code { continuation.resume(returning: code) }
+            }
+        }
+
+        func kill() { _ = Foundation.kill(process.processIdentifier, SIGKILL) }
+
+        var printed: String {
+            String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        }
+    }
+
+    static func readLog(_ path: String) -> [LogLine] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 4, let attempt = Int(fields[2]), let pid = Int32(fields[3]) else { return nil }
+            return LogLine(start: fields[0] == "start", step: String(fields[1]), attempt: attempt, pid: pid)
+        }
+    }
+
+    @Test(.tags(.stress)) func killedAtRandomMoments_everyStepIsRecordedOnce_andTheValueIsRight() async throws {
+        let kills = StressScale.pick(short: 20, long: 1_000, sanitized: 20)
+        // Enough work for the kills: 21 steps of 5-30 ms a run, runs one after the other.
+        let runs = StressScale.pick(short: 20, long: 500, sanitized: 20)
+        let seed = UInt64.random(in: 1...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = folder.file(), log = folder.file("steps.log")
+        var killed = 0, starts = 0
+        var finalOutput = ""
+        while true {
+            starts += 1
+            let child = try Child(store: store, log: log, seed: seed, runs: runs)
+            if killed < kills {
+                // The kill's moment (seeded), not a wait for anything.
+                try await Task.sleep(nanoseconds: UInt64.random(in: 2_000_000...120_000_000, using: &random))
+                child.kill()
+            }
+            let code = await child.exitCode()
+            if code == -SIGKILL {
+                killed += 1
+            } else {
+                finalOutput = child.printed
+                #expect(code == 0, "seed \(seed): the worker exited with \(code): \(finalOutput)")
+                if code == 0 || killed >= kills { break }
+            }
+            if starts > kills * 3 + 20 {
+                Issue.record("seed \(seed): no end after \(starts) starts")
+                break
+            }
+        }
+        #expect(finalOutput.contains("value 145"), "seed \(seed): \(finalOutput)")
+        #expect(killed >= kills, "seed \(seed): only \(killed) kills before the runs ended")
+
+        // The store: every run completed, every step recorded completed, its attempts as the log says.
+        let reader = try DurableStore(path: store)
+        defer { reader.close() }
+        let records = try reader.runs()
+        #expect(records.count == runs, "seed \(seed): \(records.count) runs recorded")
+        let lines = Self.readLog(log)
+        for record in records {
+            #expect(record.state == .completed, "seed \(seed)")
+            #expect(record.steps.count == 21)
+            for step in record.steps {
+                let id = "\(record.id)/\(step.id)"
+                #expect(step.state == .completed, "seed \(seed): \(id) \(step.state)")
+                let starts = lines.filter { $0.start && $0.step == id }
+                // Each attempt began once (the log has its start), and only the last one was recorded.
+                #expect(starts.map(\.attempt) == Array(1...max(1, starts.count)), "seed \(seed): \(step.id) \(starts)")
+                #expect(
+                    starts.count == step.attempts,
+                    "seed \(seed): \(step.id) log \(starts.count), store \(step.attempts)")
+                // An attempt before the last ran in a process that was killed: its pid never started the
+                // next attempt of that step.
+                for earlier in starts.dropLast() {
+                    #expect(starts.last!.pid != earlier.pid, "seed \(seed): \(id) ran twice in pid \(earlier.pid)")
+                }
+            }
+        }
+        print(
+            "kill test: seed \(seed), \(killed) kills, \(starts) starts, \(lines.filter(\.start).count) step starts for \(21 * runs) steps"
+        )
+    }
+
+    /// Two workers on one store and one run: each step runs in one of them at a time; when one is killed
+    /// while it holds steps, the other takes them over at once (its owner's pid is gone), and ends the run.
+    @Test func twoProcesses_oneKilled_theOtherTakesItsStepsOver() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = folder.file(), log = folder.file("steps.log")
+        // Made first, so both workers find the store there.
+        try DurableStore(path: store).close()
+        let first = try Child(store: store, log: log, seed: 3)
+        let second = try Child(store: store, log: log, seed: 4)
+        // Kill the first once it has started a step of the fan-out (or a later one).
+        let fanningOut = Checkpoint()
+        Task {
+            while !Self.readLog(log).contains(where: { $0.start && $0.step.hasPrefix("kill/f") }) {
+                try? await Task.sleep(nanoseconds: 2_000_000)
+            }
+            fanningOut.fulfill()
+        }
+        #expect(await fanningOut.wait())
+        first.kill()
+        _ = await first.exitCode()
+        #expect(await second.exitCode() == 0)
+        #expect(second.printed.contains("value 145"))
+        let lines = Self.readLog(log)
+        // Never one step in two processes at once: between an attempt's start and its end, no other
+        // attempt of that step starts, unless its process was killed.
+        let killedPid = first.process.processIdentifier
+        for step in Set(lines.map(\.step)) {
+            var open: LogLine?
+            for line in lines where line.step == step {
+                if line.start {
+                    if let running = open { #expect(running.pid == killedPid, "\(step) ran in two processes at once") }
+                    open = line
+                } else {
+                    open = nil
+                }
+            }
+        }
+        let reader = try DurableStore(path: store)
+        defer { reader.close() }
+        #expect(try reader.runs().first?.steps.allSatisfy { $0.state == .completed } == true)
+    }
+
+    /// A cancel recorded by another process stops the run in the worker at its next lease renewal.
+    @Test func aCancelFromAnotherProcess_stopsTheWorker() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = folder.file(), log = folder.file("steps.log")
+        try DurableStore(path: store).close()
+        let worker = try Child(store: store, log: log, seed: 5, leaseMilliseconds: 600)
+        let started = Checkpoint()
+        Task {
+            while Self.readLog(log).isEmpty { try? await Task.sleep(nanoseconds: 2_000_000) }
+            started.fulfill()
+        }
+        #expect(await started.wait())
+        let canceller = try DurableStore(path: store)
+        try canceller.cancel(runID: "kill")
+        #expect(await worker.exitCode() == 3, "\(worker.printed)")
+        #expect(try canceller.runs().first?.state == .cancelled)
+        canceller.close()
+    }
+}

@@ -1,0 +1,68 @@
+import CommandDurable
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The worker's arguments and its outside log.
+enum Worker {
+    static let arguments = CommandLine.arguments
+    static var logPath: String { arguments[2] }
+    static var seed: UInt64 { arguments.count > 3 ? UInt64(arguments[3]) ?? 1 : 1 }
+    /// The store's lease in milliseconds (argv[4]; 30 s by default).
+    static var leaseMilliseconds: Int64 { arguments.count > 4 ? Int64(arguments[4]) ?? 30_000 : 30_000 }
+    /// How many runs to make, one after the other (argv[5]; 1 by default): "kill-0", "kill-1", ...
+    static var runs: Int { arguments.count > 5 ? Int(arguments[5]) ?? 1 : 1 }
+    static let pid = ProcessInfo.processInfo.processIdentifier
+
+    /// Appends `line` to the outside log and flushes it to the disk.
+    static func append(_ line: String) {
+        let descriptor = open(logPath, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+        guard descriptor >= 0 else { return }
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        _ = fsync(descriptor)
+        close(descriptor)
+    }
+
+    /// A step's command: logs its start, works a few milliseconds (without blocking a thread), logs its
+    /// end.
+    static func work(_ context: StepContext, _ value: Int) -> Command<Int> {
+        Command<Int> { result in
+            append("start \(context.runID)/\(context.stepID) \(context.attempt) \(pid)")
+            var hash = seed
+            for byte in context.stepID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+            let milliseconds = 5 + Int(hash % 25)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+                append("end \(context.runID)/\(context.stepID) \(context.attempt) \(pid)")
+                result.succeed(value)
+            }
+            return nil
+        }
+    }
+}
+
+/// A chain of 10 (each adds 1 to the one before), a fan-out of 10 after it (each adds its index), and a
+/// fan-in of the 10: 21 steps; with input 1 the value is 10 * 10 + (0 + ... + 9) = 145.
+struct KillTest: DurableWorkflow {
+    static let name = "kill-test"
+
+    static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+        var previous = flow.step("c0") { context in Worker.work(context, input) }
+        for index in 1..<10 {
+            previous = flow.step("c\(index)", after: previous) { context, value in Worker.work(context, value + 1) }
+        }
+        let chain = previous
+        let fan = (0..<10).map { index in
+            flow.step("f\(index)", after: chain) { context, value in Worker.work(context, value + index) }
+        }
+        return flow.step(
+            "total", after: fan[0], fan[1], fan[2], fan[3], fan[4], fan[5], fan[6], fan[7], fan[8], fan[9]
+        ) { context, a, b, c, d, e, f, g, h, i, j in
+            Worker.work(context, a + b + c + d + e + f + g + h + i + j)
+        }
+    }
+}
