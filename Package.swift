@@ -117,6 +117,11 @@ let package = Package(
             path: "Examples/Fetch"
         ),
         .executableTarget(
+            name: "Durable",
+            dependencies: ["CommandDurable", "CommandNetwork", "CommandNetworkTesting"],
+            path: "Examples/Durable"
+        ),
+        .executableTarget(
             name: "ReadmeSnippet",
             dependencies: ["CommandCore", "CommandNetwork"],
             path: "Examples/ReadmeSnippet"

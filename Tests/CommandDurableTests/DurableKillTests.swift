@@ -3,11 +3,6 @@ import CommandTestSupport
 import Foundation
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// A crash tested by crashing: the worker (`Tests/DurableWorker`, a 21-step workflow: a chain of 10, a
 /// fan-out of 10, a fan-in) is started as a child process, killed with `SIGKILL` at seeded random

@@ -1,11 +1,6 @@
 import CommandDurable
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// The worker's arguments and its outside log.
 enum Worker {
