@@ -3,7 +3,6 @@ import CommandTestSupport
 import Foundation
 import Testing
 
-
 /// A crash tested by crashing: the worker (`Tests/DurableWorker`, a 21-step workflow: a chain of 10, a
 /// fan-out of 10, a fan-in) is started as a child process, killed with `SIGKILL` at seeded random
 /// moments, and started again (it resumes), until its run ends. Each step appends "start" and "end"
@@ -83,33 +82,52 @@ import Testing
         // Enough work for the kills: 21 steps of 5-30 ms a run, runs one after the other.
         let runs = StressScale.pick(short: 20, long: 500, sanitized: 20)
         let seed = UInt64.random(in: 1...UInt64.max)
-        var random = SeededRandom(seed: seed)
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let store = folder.file(), log = folder.file("steps.log")
-        var killed = 0, starts = 0
-        var finalOutput = ""
-        while true {
-            starts += 1
-            let child = try Child(store: store, log: log, seed: seed, runs: runs)
-            if killed < kills {
-                // The kill's moment (seeded), not a wait for anything.
-                try await Task.sleep(nanoseconds: UInt64.random(in: 2_000_000...120_000_000, using: &random))
-                child.kill()
+        // The kills are timed on a thread of the test's own (it sleeps between a start and its kill, and
+        // waits for each child there): the concurrency pool, busy with other suites, would resume a
+        // sleeping task late and let the worker finish before its first kill.
+        let outcome = await withCheckedContinuation {
+            (continuation: CheckedContinuation<(Int, Int, String, [String]), Never>) in
+            let thread = Thread {
+                var random = SeededRandom(seed: seed)
+                var killed = 0, starts = 0
+                var finalOutput = ""
+                var problems: [String] = []
+                while true {
+                    starts += 1
+                    guard let child = try? Child(store: store, log: log, seed: seed, runs: runs) else {
+                        problems.append("the worker did not start")
+                        break
+                    }
+                    if killed < kills {
+                        // The kill's moment (seeded), not a wait for anything.
+                        usleep(UInt32.random(in: 2_000...120_000, using: &random))
+                        child.kill()
+                    }
+                    child.process.waitUntilExit()
+                    let code =
+                        child.process.terminationReason == .uncaughtSignal
+                        ? -child.process.terminationStatus : child.process.terminationStatus
+                    if code == -SIGKILL {
+                        killed += 1
+                    } else {
+                        finalOutput = child.printed
+                        if code != 0 { problems.append("the worker exited with \(code): \(finalOutput)") }
+                        if code == 0 || killed >= kills { break }
+                    }
+                    if starts > kills * 3 + 20 {
+                        problems.append("no end after \(starts) starts")
+                        break
+                    }
+                }
+                continuation.resume(returning: (killed, starts, finalOutput, problems))
             }
-            let code = await child.exitCode()
-            if code == -SIGKILL {
-                killed += 1
-            } else {
-                finalOutput = child.printed
-                #expect(code == 0, "seed \(seed): the worker exited with \(code): \(finalOutput)")
-                if code == 0 || killed >= kills { break }
-            }
-            if starts > kills * 3 + 20 {
-                Issue.record("seed \(seed): no end after \(starts) starts")
-                break
-            }
+            thread.start()
         }
+        let (killed, starts, finalOutput, problems) = outcome
+        #expect(problems.isEmpty, "seed \(seed): \(problems)")
         #expect(finalOutput.contains("value 145"), "seed \(seed): \(finalOutput)")
         #expect(killed >= kills, "seed \(seed): only \(killed) kills before the runs ended")
 
