@@ -223,4 +223,43 @@ import Testing
         #expect(try canceller.runs().first?.state == .cancelled)
         canceller.close()
     }
+
+    /// A stalled owner (stopped with `SIGSTOP` past its lease, then `SIGCONT`): another process took its
+    /// step over; the stalled one's late completion is refused, and the step is recorded once.
+    @Test func aStalledOwner_pastItsLease_hasItsLateCompletionRefused() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = folder.file(), log = folder.file("steps.log")
+        try DurableStore(path: store).close()
+        let stalled = try Child(store: store, log: log, seed: 6, leaseMilliseconds: 300)
+        let started = Checkpoint()
+        Task {
+            while !Self.readLog(log).contains(where: { $0.start && $0.step == "kill/c2" }) {
+                try? await Task.sleep(nanoseconds: 1_000_000)
+            }
+            started.fulfill()
+        }
+        #expect(await started.wait())
+        _ = Foundation.kill(stalled.process.processIdentifier, SIGSTOP)
+        let other = try Child(store: store, log: log, seed: 7, leaseMilliseconds: 300)
+        #expect(await other.exitCode() == 0)
+        #expect(other.printed.contains("value 145"))
+        _ = Foundation.kill(stalled.process.processIdentifier, SIGCONT)
+        #expect(await stalled.exitCode() == 0)
+        #expect(stalled.printed.contains("value 145"))
+
+        let reader = try DurableStore(path: store)
+        defer { reader.close() }
+        let steps = try #require(try reader.runs().first?.steps)
+        #expect(steps.allSatisfy { $0.state == .completed })
+        // The step the stalled process held was taken over: a second attempt, in the other process.
+        let lines = Self.readLog(log)
+        let stalledPid = stalled.process.processIdentifier
+        let takenOver = steps.filter { $0.attempts > 1 }
+        #expect(!takenOver.isEmpty)
+        for step in takenOver {
+            let starts = lines.filter { $0.start && $0.step == "kill/\(step.id)" }
+            #expect(starts.first?.pid == stalledPid && starts.last?.pid == other.process.processIdentifier)
+        }
+    }
 }

@@ -171,3 +171,95 @@ import Testing
         #expect(Probe.counter.count("cancel/second") == 1)
     }
 }
+
+/// What the records say at each moment a step can observe.
+@Suite struct DurableOrderingTests {
+    /// The store the workflow below reads (one test uses it).
+    static let store = Locked<DurableStore?>(nil)
+    static let seen = Locked<[DurableRunState]>([])
+
+    struct Observed: DurableWorkflow {
+        static let name = "observed"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+            let first = flow.step("first") { _ in Command.just(input) }
+            return flow.step("second", after: first) { _, value in
+                // Made once `first` ended: its completion must be committed by now.
+                let state = try? DurableOrderingTests.store.withLock { $0 }?.runs().first?.steps.first?.state
+                DurableOrderingTests.seen.withLock { $0.append(state ?? .pending) }
+                return Command.just(value * 2)
+            }
+        }
+    }
+
+    @Test func aStepsCompletion_isCommitted_beforeTheStepAfterItStarts_andBeforeTheValue() async throws {
+        let store = try DurableStore.inMemory()
+        try store.register(Observed.self)
+        Self.store.withLock { $0 = store }
+        defer { Self.store.withLock { $0 = nil } }
+        let run = try store.start(Observed.self, id: "o", input: 21)
+        #expect(try await run.value == 42)
+        #expect(Self.seen.withLock { $0 } == [.completed])
+        // Before `value` returned, the run's end was committed too.
+        #expect(try store.runs().first?.state == .completed)
+    }
+}
+
+/// SwiftQueue's reported persister bugs, as regression tests: a cancelled job back after a restart
+/// (#281), pending work not run at the next launch (#360), finished jobs restored and run again after a
+/// restart (#367, #375).
+@Suite struct SwiftQueueRegressionTests {
+    @Test func aFinishedRun_isNeitherResumedNorRunAgain_afterARestart() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        do {
+            let first = try DurableStore(path: folder.file())
+            try first.register(Sum.self)
+            #expect(try await first.start(Sum.self, id: "done", input: .init(tag: "restart")).value == 5)
+            first.close()
+        }
+        let second = try DurableStore(path: folder.file())
+        try second.register(Sum.self)
+        #expect(try second.resumeUnfinished().resumed.isEmpty)
+        #expect(try await second.start(Sum.self, id: "done", input: .init(tag: "restart")).value == 5)
+        #expect(Probe.counter.count("restart/sum") == 1)
+    }
+
+    @Test func aCancelledRun_doesNotComeBack_afterARestart() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        do {
+            let first = try DurableStore(path: folder.file())
+            try first.register(DurableRuleTests.Hanging.self)
+            _ = try first.start(DurableRuleTests.Hanging.self, id: "gone", input: "swiftqueue-cancel")
+            try first.cancel(runID: "gone")
+            first.close()
+        }
+        let second = try DurableStore(path: folder.file())
+        try second.register(DurableRuleTests.Hanging.self)
+        #expect(try second.resumeUnfinished().resumed.isEmpty)
+        #expect(try second.runs(.unfinished).isEmpty)
+        #expect(try second.runs(.state(.cancelled)).map(\.id) == ["gone"])
+    }
+
+    @Test func pendingWork_runsAtTheNextLaunch() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        do {
+            // Recorded, then the process "ends" before anything ran: the store closes at once.
+            let first = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+            try first.register(Sum.self)
+            first.close()
+        }
+        let second = try DurableStore(path: folder.file())
+        try second.register(Sum.self)
+        _ = try second.start(Sum.self, id: "later", input: .init(tag: "launch"))
+        second.close()
+        let third = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+        try third.register(Sum.self)
+        let report = try third.resumeUnfinished()
+        let run = try third.start(Sum.self, id: "later", input: .init(tag: "launch"))
+        #expect(try await run.value == 5)
+        #expect(report.resumed.count + (try third.runs(.state(.completed)).count) >= 1)
+        #expect(try third.runs().first?.state == .completed)
+    }
+}

@@ -37,6 +37,7 @@ public final class DurableStore: Sendable {
     /// Opens the store at `path`, creating it if missing.
     ///
     /// - Parameters:
+    ///   - path: the file's path (`":memory:"` for a store in memory).
     ///   - durability: ``DurableDurability/full`` (a recorded step survives a power cut) or
     ///     ``DurableDurability/normal`` (survives a crash of the process; faster).
     ///   - lease: how long a claimed step stays this process's without a renewal (renewed every third

@@ -49,7 +49,7 @@ public protocol DurableStepHandle: Sendable {
     var index: Int { get }
 }
 
-/// A step made by ``DurableFlow/step(_:after:retry:_:)``: a handle to pass to later steps (its value is
+/// A step made by `DurableFlow.step(_:after:retry:_:)`: a handle to pass to later steps (its value is
 /// theirs) or to return from `build` (its value is the run's).
 public struct DurableStep<Value: Sendable>: DurableStepHandle {
     public let id: String
@@ -78,7 +78,7 @@ public final class DurableFlow: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - id: the step's id, unique in the workflow and the same at every `build` of one input.
-    ///   - after: the steps it comes after; `make` gets their values, in this order.
+    ///   - dependencies: the steps it comes after (`after:`); `make` gets their values, in this order.
     ///   - retry: when a failure is tried again (``StepRetry/never`` by default).
     ///   - make: makes the step's command (on the step's queue), for each attempt.
     @discardableResult
