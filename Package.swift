@@ -122,6 +122,11 @@ let package = Package(
             path: "Examples/Durable"
         ),
         .executableTarget(
+            name: "DurableCost",
+            dependencies: ["CommandDurable"],
+            path: "Examples/DurableCost"
+        ),
+        .executableTarget(
             name: "ReadmeSnippet",
             dependencies: ["CommandCore", "CommandNetwork"],
             path: "Examples/ReadmeSnippet"
