@@ -92,6 +92,13 @@ func independent(_ durability: DurableDurability) throws -> (Double, Int) {
 func us(_ seconds: Double) -> String { String(format: "%.1f us", seconds * 1e6) }
 
 print("durable steps, median of 3; chain \(chainLength), independent \(independentCount)")
+if ProcessInfo.processInfo.environment["DURABLE_COST_MEMORY"] != nil {
+    let store = try DurableStore.inMemory()
+    try store.register(Chain.self)
+    let start = Date()
+    wait(try store.start(Chain.self, id: "memory", input: chainLength))
+    print("in memory: chain \(us(Date().timeIntervalSince(start) / Double(chainLength))) per step")
+}
 for durability in [DurableDurability.full, .normal] {
     var chain: [Double] = [], floor: [Double] = [], wide: [Double] = [], commits: [Double] = []
     for _ in 0..<3 {

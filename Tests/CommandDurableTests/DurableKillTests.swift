@@ -144,11 +144,19 @@ import Testing
                 let id = "\(record.id)/\(step.id)"
                 #expect(step.state == .completed, "seed \(seed): \(id) \(step.state)")
                 let starts = lines.filter { $0.start && $0.step == id }
-                // Each attempt began once (the log has its start), and only the last one was recorded.
-                #expect(starts.map(\.attempt) == Array(1...max(1, starts.count)), "seed \(seed): \(step.id) \(starts)")
+                // Attempts began in order, each at most once (an attempt claimed by a process killed before
+                // it made the step's command has no line), and the recorded one is the last that began.
+                let attempts = starts.map(\.attempt)
                 #expect(
-                    starts.count == step.attempts,
-                    "seed \(seed): \(step.id) log \(starts.count), store \(step.attempts)")
+                    attempts == attempts.sorted() && Set(attempts).count == attempts.count,
+                    "seed \(seed): \(id) \(starts)")
+                #expect(attempts.last == step.attempts, "seed \(seed): \(id) log \(attempts), store \(step.attempts)")
+                // A step ran more than once only when a kill fell between its start and its recorded end:
+                // every earlier attempt's process was killed.
+                let killedPids = Set(lines.map(\.pid)).subtracting([starts.last?.pid ?? 0])
+                for earlier in starts.dropLast() {
+                    #expect(killedPids.contains(earlier.pid), "seed \(seed): \(id) attempt \(earlier.attempt)")
+                }
                 // An attempt before the last ran in a process that was killed: its pid never started the
                 // next attempt of that step.
                 for earlier in starts.dropLast() {

@@ -8,13 +8,54 @@ final class RunExecution: Sendable {
     let runID: String
     let workflow: String
     let values = StepValues()
+    /// For each step, the steps that come after it.
+    let dependents: [[Int]]
+    /// For each step, the steps it comes after.
+    let dependencies: [[Int]]
+    /// Each step's id.
+    let ids: [String]
     // Guards the first failure (the step and the error itself) and the cancel flag.
     private let state = Locked<(failure: (step: String, error: any Error)?, cancelled: Bool)>((nil, false))
+    // Guards the steps claimed ahead (with the completion of the step before them), by index.
+    private let claimedAhead = Locked<[Int: (attempt: Int, failures: Int)]>([:])
+    // Guards, for each step, how many of the steps it comes after have not ended here yet.
+    private let remaining: Locked<[Int]>
 
-    init(storage: any DurableStorage, runID: String, workflow: String) {
+    init(storage: any DurableStorage, runID: String, workflow: String, steps: [StepDefinition]) {
         self.storage = storage
         self.runID = runID
         self.workflow = workflow
+        ids = steps.map(\.id)
+        dependencies = steps.map(\.after)
+        var dependents = [[Int]](repeating: [], count: steps.count)
+        for step in steps { for dependency in Set(step.after) { dependents[dependency].append(step.index) } }
+        self.dependents = dependents
+        remaining = Locked(steps.map { Set($0.after).count })
+    }
+
+    /// Step `index` ends here (its completion is being recorded, or was read from the record): the steps
+    /// after it that have nothing else to wait for. O(its dependents).
+    func readyAfter(_ index: Int) -> [(step: String, position: Int)] {
+        remaining.withLock { remaining in
+            var ready: [(step: String, position: Int)] = []
+            for dependent in dependents[index] {
+                remaining[dependent] -= 1
+                if remaining[dependent] == 0 { ready.append((ids[dependent], dependent)) }
+            }
+            return ready
+        }
+    }
+
+    func claimedAhead(_ claimed: [String: (attempt: Int, failures: Int)]) {
+        guard !claimed.isEmpty else { return }
+        claimedAhead.withLock { ahead in
+            for (index, id) in ids.enumerated() { if let claim = claimed[id] { ahead[index] = claim } }
+        }
+    }
+
+    /// The claim made for step `index` ahead of it, taken once.
+    func takeClaimAhead(_ index: Int) -> (attempt: Int, failures: Int)? {
+        claimedAhead.withLock { $0.removeValue(forKey: index) }
     }
 
     /// Keeps the first failure of the run (later ones are consequences or concurrent).
@@ -41,8 +82,9 @@ final class RunExecution: Sendable {
 /// the recorded value without running anything), and completes only once the store committed the
 /// step's value, so no step after it starts before that (the engine's own dependency rule).
 ///
-/// Its callbacks (the store's answers) arrive on global Dispatch queues; the user's command is made
-/// there and executed on its own queue. Cancel (the run's) cancels the user's command and any wait.
+/// The store's answers arrive on the store's own thread, where only the engine's hand-over runs (a
+/// recorded value, a completion); the user's command is made on a global Dispatch queue and executed
+/// on its own queue. Cancel (the run's) cancels the user's command and any wait.
 final class StepCommand: Command<Void>, @unchecked Sendable {
     // `@unchecked Sendable`: `definition` and `execution` are immutable; `attemptState` is guarded by
     // its lock.
@@ -80,6 +122,10 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
 
     private func claim(_ result: CommandResult<Void>) {
         if stopped { return }
+        // Claimed with the completion of the step before it: run it here, on its own queue.
+        if let ahead = execution.takeClaimAhead(definition.index) {
+            return runAttempt(result, attempt: ahead.attempt, failures: ahead.failures)
+        }
         execution.storage.claim(run: execution.runID, step: definition.id, position: definition.index) {
             [self] answer in
             switch answer {
@@ -88,6 +134,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             case .success(.recorded(let data)):
                 do {
                     execution.values.set(try definition.codec.decode(data), at: definition.index)
+                    _ = execution.readyAfter(definition.index)  // claimed by themselves, not ahead
                     execution.log(.debug, definition.id, "recorded completed: not run again")
                     result.succeed()
                 } catch {
@@ -100,7 +147,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 if tookOver {
                     execution.log(.notice, definition.id, "taken over (its owner's lease expired or its process is gone)")
                 }
-                runAttempt(result, attempt: attempt, failures: failures)
+                // Off the store's thread: making the step's command is the user's code.
+                DispatchQueue.global().async { [self] in runAttempt(result, attempt: attempt, failures: failures) }
             case .success(.notBefore(let date)):
                 wait(until: date, result)
             case .success(.held(let until)):
@@ -154,13 +202,16 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             } catch {
                 return recordFailure(error, result, attempt: attempt, failures: failures, final: true)
             }
-            execution.storage.complete(run: execution.runID, step: definition.id, attempt: attempt, value: encoded) {
-                [self] answer in
+            let next = execution.readyAfter(definition.index)
+            execution.storage.complete(
+                run: execution.runID, step: definition.id, attempt: attempt, value: encoded, claiming: next
+            ) { [self] answer in
                 switch answer {
-                case .success(true):
+                case .success(let completion) where completion.recorded:
                     execution.values.set(value!, at: definition.index)
+                    execution.claimedAhead(completion.claimed)
                     result.succeed()
-                case .success(false):
+                case .success:
                     // Refused: this claim no longer holds the step (another process took it over after
                     // the lease expired, or the run was cancelled). Its record decides.
                     execution.log(.warning, definition.id, "completion refused: the step is no longer this process's")

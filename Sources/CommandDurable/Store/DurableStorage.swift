@@ -4,7 +4,10 @@ import Foundation
 /// SQLite store implements it on its own thread; another store (a server database) implements the same
 /// operations with the same rules. SQL and SQLite's types stay behind it.
 ///
-/// Every completion is called once the operation committed (or failed), on a global Dispatch queue.
+/// Every completion is called once the operation committed (or failed): on a global Dispatch queue,
+/// except those of `claim`, `complete` and `fail`, which are called on the store's own thread (the step
+/// command's answers: it hands its dependents over from there, which runs no user code, and hops to a
+/// global queue before it makes a step's command).
 protocol DurableStorage: AnyObject, Sendable {
     /// This process's owner id in the store.
     var owner: String { get }
@@ -16,10 +19,12 @@ protocol DurableStorage: AnyObject, Sendable {
     func createRun(_ run: NewRun) throws -> CreateRunResult
     /// Claims a step for this process (see ``ClaimResult``).
     func claim(run: String, step: String, position: Int, completion: @escaping @Sendable (Result<ClaimResult, any Error>) -> Void)
-    /// Records a step completed with `value`, if this process's claim (`attempt`) still holds it.
+    /// Records a step completed with `value`, if this process's claim (`attempt`) still holds it, and
+    /// claims for this process, in the same transaction, the steps of `next` (made ready by it) that are
+    /// pending.
     func complete(
-        run: String, step: String, attempt: Int, value: Data?,
-        completion: @escaping @Sendable (Result<Bool, any Error>) -> Void)
+        run: String, step: String, attempt: Int, value: Data?, claiming next: [(step: String, position: Int)],
+        completion: @escaping @Sendable (Result<CompleteResult, any Error>) -> Void)
     /// Records a failure of a claimed attempt: for good, or pending again at `retryAt`.
     func fail(
         run: String, step: String, attempt: Int, error: String, errorType: String, retryAt: Date?,
@@ -84,6 +89,14 @@ struct RecordedFailure: Sendable, Equatable {
     let kind: String
     let step: String?
     let message: String
+}
+
+/// The answer to a completion: recorded (false: refused, the claim no longer held the step), and the
+/// steps claimed with it (their attempt and failures so far).
+struct CompleteResult: @unchecked Sendable {
+    // `@unchecked Sendable`: immutable values only (a tuple's labels keep it from being inferred).
+    let recorded: Bool
+    let claimed: [String: (attempt: Int, failures: Int)]
 }
 
 /// The answer to a claim.

@@ -209,7 +209,7 @@ public final class DurableStore: Sendable {
     func launch<Output: Sendable>(
         _: DurableRun<Output>.Type, id: String, workflow: String, steps: [StepDefinition], final: Int
     ) -> DurableRun<Output> {
-        let execution = RunExecution(storage: storage, runID: id, workflow: workflow)
+        let execution = RunExecution(storage: storage, runID: id, workflow: workflow, steps: steps)
         let run = DurableRun<Output>(
             id: id, workflow: workflow, store: self, plan: .live(steps: steps, final: final, execution: execution))
         state.withLock { $0.active[id] = run }

@@ -310,7 +310,7 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
         let owner = owner
         let lease = leaseSeconds
         thread.submit(
-            write: true,
+            write: true, hop: false,
             { connection -> ClaimResult in
                 let now = Self.now
                 guard
@@ -374,23 +374,50 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
     }
 
     func complete(
-        run: String, step: String, attempt: Int, value: Data?,
-        completion: @escaping @Sendable (Result<Bool, any Error>) -> Void
+        run: String, step: String, attempt: Int, value: Data?, claiming next: [(step: String, position: Int)],
+        completion: @escaping @Sendable (Result<CompleteResult, any Error>) -> Void
     ) {
         let owner = owner
+        let lease = leaseSeconds
         thread.submit(
-            write: true,
-            { connection -> Bool in
+            write: true, hop: false,
+            { connection -> CompleteResult in
+                let now = Self.now
                 try connection.query(
                     """
                     UPDATE steps SET state = 'completed', value = ?, ended = ?, owner = NULL, lease_until = NULL
                     WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ? AND state = 'running'
                     """,
                     [
-                        value.map { .blob($0) } ?? .null, .real(Self.now), .text(run), .text(step),
+                        value.map { .blob($0) } ?? .null, .real(now), .text(run), .text(step),
                         .integer(Int64(attempt)), .text(owner),
                     ])
-                return connection.changes == 1
+                guard connection.changes == 1 else { return CompleteResult(recorded: false, claimed: [:]) }
+                // The steps made ready by this one, claimed in the same transaction (a chain's next step
+                // needs no claim of its own): only pending ones with no backoff left, of a run not cancelled.
+                var claimed: [String: (attempt: Int, failures: Int)] = [:]
+                for candidate in next {
+                    try connection.query(
+                        """
+                        UPDATE steps SET state = 'running', owner = ?, lease_until = ?, attempt = attempt + 1,
+                            started = ?, next_attempt_at = NULL
+                        WHERE run_id = ? AND step_id = ? AND state = 'pending'
+                            AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+                            AND NOT EXISTS (SELECT 1 FROM runs WHERE id = ? AND cancel_requested = 1)
+                        """,
+                        [
+                            .text(owner), .real(now + lease), .real(now), .text(run), .text(candidate.step), .real(now),
+                            .text(run),
+                        ])
+                    guard connection.changes == 1,
+                        let row = try connection.query(
+                            "SELECT attempt, failures FROM steps WHERE run_id = ? AND step_id = ?",
+                            [.text(run), .text(candidate.step)]
+                        ).first
+                    else { continue }
+                    claimed[candidate.step] = (Int(row[0].int ?? 1), Int(row[1].int ?? 0))
+                }
+                return CompleteResult(recorded: true, claimed: claimed)
             }, completion: completion)
     }
 
@@ -400,7 +427,7 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
     ) {
         let owner = owner
         thread.submit(
-            write: true,
+            write: true, hop: false,
             { connection -> Bool in
                 try connection.query(
                     """
