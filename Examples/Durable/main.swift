@@ -11,14 +11,14 @@ import CommandNetwork
 import CommandNetworkTesting
 import Foundation
 
-
 let arguments = Array(CommandLine.arguments.dropFirst())
 func option(_ name: String) -> String? {
     arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
 }
 let crashAfter = option("--crash-after").flatMap(Int.init)
 let storePath =
-    option("--store") ?? FileManager.default.temporaryDirectory.appendingPathComponent("awesomecommand-durable.sqlite").path
+    option("--store")
+    ?? FileManager.default.temporaryDirectory.appendingPathComponent("awesomecommand-durable.sqlite").path
 
 /// The files to work on: made in the temporary folder, the same bytes every time.
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("awesomecommand-durable-files")

@@ -103,7 +103,9 @@ for durability in [DurableDurability.full, .normal] {
     var chain: [Double] = [], floor: [Double] = [], wide: [Double] = [], commits: [Double] = []
     for _ in 0..<3 {
         chain.append(try durableChain(durability))
-        floor.append(try DurableMeasurements.floor(path: freshPath(), steps: chainLength, durability: durability) / Double(chainLength))
+        floor.append(
+            try DurableMeasurements.floor(path: freshPath(), steps: chainLength, durability: durability)
+                / Double(chainLength))
         let (perStep, made) = try independent(durability)
         wide.append(perStep)
         commits.append(Double(made))
@@ -118,7 +120,9 @@ for durability in [DurableDurability.full, .normal] {
     if durability == .normal || durability == .full {
         var plain: [Double] = []
         for _ in 0..<3 { plain.append(plainChain()) }
-        print("\(name): the same command plainly \(us(median(plain))) per step: a durable step adds \(us(median(chain) - median(plain)))")
+        print(
+            "\(name): the same command plainly \(us(median(plain))) per step: a durable step adds \(us(median(chain) - median(plain)))"
+        )
     }
 }
 

@@ -68,7 +68,9 @@ import Testing
 
     @Test func registration_unknownAndDuplicateWorkflows_throw() throws {
         let store = try DurableStore.inMemory()
-        #expect(throws: DurableError.unknownWorkflow("sum")) { try store.start(Sum.self, id: "u", input: .init(tag: "u")) }
+        #expect(throws: DurableError.unknownWorkflow("sum")) {
+            try store.start(Sum.self, id: "u", input: .init(tag: "u"))
+        }
         try store.register(Sum.self)
         #expect(throws: DurableError.duplicateWorkflow("sum")) { try store.register(Sum.self) }
     }

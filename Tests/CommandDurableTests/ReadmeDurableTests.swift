@@ -1,10 +1,9 @@
-import CommandTestSupport
-import Foundation
-import Testing
-
 // The README's "Durable workflows" example, exactly (scripts/check-readme.sh compares the two).
 // README begin
 import CommandDurable
+import CommandTestSupport
+import Foundation
+import Testing
 
 struct Receipt: Codable, Sendable { var path: String; var key: String }
 

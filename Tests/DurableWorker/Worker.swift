@@ -1,7 +1,6 @@
 import CommandDurable
 import Foundation
 
-
 /// The worker's arguments and its outside log.
 enum Worker {
     static let arguments = CommandLine.arguments

@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(SQLite3)
     import SQLite3
 #else
     import CSQLite
 #endif
-import Foundation
 
 // The platform layer of `CommandDurable`: SQLite's C library is reached only from this file (the SDK's
 // `SQLite3` module on Apple platforms, the system's library through `CSQLite` elsewhere), so the rest

@@ -34,7 +34,8 @@ public enum DurableError: Error, Sendable, Equatable, CustomStringConvertible {
             return "A workflow named '\(name)' is already registered with this store: give each workflow its own "
                 + "stable name."
         case .runExists(let run):
-            return "The store already has a run '\(run)': use another id, or start with ifExists: .keep to get that run."
+            return
+                "The store already has a run '\(run)': use another id, or start with ifExists: .keep to get that run."
         case .workflowChanged(let run, let step):
             return "Run '\(run)' has a recorded step '\(step)' that its workflow no longer makes: keep step ids "
                 + "when changing a workflow, or give the changed workflow a new name. The run's records are kept."

@@ -82,7 +82,10 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
             } else {
                 let (step, error) =
                     execution.firstFailure
-                    ?? (definitions[final].id, DurableError.stepFailed(step: definitions[final].id, message: "it did not run"))
+                    ?? (
+                        definitions[final].id,
+                        DurableError.stepFailed(step: definitions[final].id, message: "it did not run")
+                    )
                 let recorded = Self.recordedFailure(of: error, step: step, run: runID)
                 execution.storage.finishRun(run: runID, state: .failed, error: recorded) { _ in
                     store.ended(runID)
@@ -117,7 +120,8 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
                     result.fail(error)
                 } catch {
                     result.fail(
-                        DurableError.decoding(run: stored.id, step: stored.finalStep, underlying: String(describing: error)))
+                        DurableError.decoding(
+                            run: stored.id, step: stored.finalStep, underlying: String(describing: error)))
                 }
             }
         case .cancelled:

@@ -145,7 +145,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 }
             case .success(.claimed(let attempt, let failures, let tookOver)):
                 if tookOver {
-                    execution.log(.notice, definition.id, "taken over (its owner's lease expired or its process is gone)")
+                    execution.log(
+                        .notice, definition.id, "taken over (its owner's lease expired or its process is gone)")
                 }
                 // Off the store's thread: making the step's command is the user's code.
                 DispatchQueue.global().async { [self] in runAttempt(result, attempt: attempt, failures: failures) }
@@ -233,7 +234,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
     ) {
         let failures = failures + 1
         let retries = !final && failures < definition.retry.allowedFailures
-        let retryAt = retries ? Date().addingTimeInterval(definition.retry.delay(afterFailure: failures).inSeconds) : nil
+        let retryAt =
+            retries ? Date().addingTimeInterval(definition.retry.delay(afterFailure: failures).inSeconds) : nil
         let message = String(describing: error)
         execution.storage.fail(
             run: execution.runID, step: definition.id, attempt: attempt, error: message,

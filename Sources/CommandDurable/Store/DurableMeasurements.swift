@@ -16,7 +16,8 @@ package enum DurableMeasurements {
                 let connection = try SQLiteConnection(path: path)
                 defer { connection.close() }
                 try connection.execute("PRAGMA journal_mode = WAL")
-                try connection.execute(durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+                try connection.execute(
+                    durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
                 try connection.execute(
                     """
                     CREATE TABLE IF NOT EXISTS steps(run_id TEXT NOT NULL, step_id TEXT NOT NULL, state TEXT,

@@ -18,7 +18,9 @@ protocol DurableStorage: AnyObject, Sendable {
     /// that id.
     func createRun(_ run: NewRun) throws -> CreateRunResult
     /// Claims a step for this process (see ``ClaimResult``).
-    func claim(run: String, step: String, position: Int, completion: @escaping @Sendable (Result<ClaimResult, any Error>) -> Void)
+    func claim(
+        run: String, step: String, position: Int,
+        completion: @escaping @Sendable (Result<ClaimResult, any Error>) -> Void)
     /// Records a step completed with `value`, if this process's claim (`attempt`) still holds it, and
     /// claims for this process, in the same transaction, the steps of `next` (made ready by it) that are
     /// pending.

@@ -54,7 +54,8 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
         thread.every(max(0.01, leaseSeconds / 3)) { connection in
             let now = Date().timeIntervalSince1970
             _ = try? connection.query(
-                "UPDATE steps SET lease_until = ? WHERE owner = ? AND state = 'running'", [.real(now + lease), .text(owner)])
+                "UPDATE steps SET lease_until = ? WHERE owner = ? AND state = 'running'",
+                [.real(now + lease), .text(owner)])
             _ = try? connection.query("UPDATE owners SET seen = ? WHERE id = ?", [.real(now), .text(owner)])
         }
     }
@@ -128,7 +129,10 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
                     INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
                     VALUES (?, ?, ?, 'running', ?, ?, ?)
                     """,
-                    [.text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now), .text(run.finalStep)])
+                    [
+                        .text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now),
+                        .text(run.finalStep),
+                    ])
                 for (position, step) in run.steps.enumerated() {
                     try connection.query(
                         "INSERT INTO steps(run_id, step_id, position, state) VALUES (?, ?, ?, 'pending')",
@@ -239,7 +243,8 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
             write: false,
             { connection in
                 try runs.filter { id in
-                    try connection.query("SELECT cancel_requested FROM runs WHERE id = ?", [.text(id)]).first?.first?.int
+                    try connection.query("SELECT cancel_requested FROM runs WHERE id = ?", [.text(id)]).first?.first?
+                        .int
                         == 1
                 }
             }, completion: { result in completion((try? result.get()) ?? []) })
@@ -267,7 +272,8 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
                         """, [.text(id)]
                     ).map { step in
                         DurableStepRecord(
-                            id: step[0].string ?? "", state: DurableRunState(rawValue: step[1].string ?? "") ?? .pending,
+                            id: step[0].string ?? "",
+                            state: DurableRunState(rawValue: step[1].string ?? "") ?? .pending,
                             attempts: Int(step[2].int ?? 0),
                             lastError: step[3].string.map { message in
                                 step[4].string.map { "\(message) (\($0))" } ?? message

@@ -58,15 +58,17 @@ final class StoreThread: @unchecked Sendable {
                 completion(delivered)
             }
         }
-        let request = Request(write: write, perform: { connection in
-            let result: Result<T, any Error>
-            do { result = .success(try body(connection)) } catch { result = .failure(error) }
-            // The result crosses to the completion's thread once; it is not touched here afterwards.
-            nonisolated(unsafe) let outcome = result
-            let threw: Bool
-            if case .failure = result { threw = true } else { threw = false }
-            return (threw, { commitError in deliver(commitError.map { .failure($0) } ?? outcome) })
-        }, abandon: { error in deliver(.failure(error)) })
+        let request = Request(
+            write: write,
+            perform: { connection in
+                let result: Result<T, any Error>
+                do { result = .success(try body(connection)) } catch { result = .failure(error) }
+                // The result crosses to the completion's thread once; it is not touched here afterwards.
+                nonisolated(unsafe) let outcome = result
+                let threw: Bool
+                if case .failure = result { threw = true } else { threw = false }
+                return (threw, { commitError in deliver(commitError.map { .failure($0) } ?? outcome) })
+            }, abandon: { error in deliver(.failure(error)) })
         condition.lock()
         let accepted = !stopping
         if accepted {
