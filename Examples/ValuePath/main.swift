@@ -207,10 +207,13 @@ default:
 
 let counter = Counter()
 output.execute(on: .immediate) { event in if case .value = event { counter.count += 1 } }
-let pairs = arguments[1] == "zip2" || arguments[1] == "combinelatest2"
-for value in 0..<values {
-    subject.send(value)
-    if pairs { second.send(value) }
+if arguments[1] == "zip2" || arguments[1] == "combinelatest2" {
+    for value in 0..<values {
+        subject.send(value)
+        second.send(value)
+    }
+} else {
+    for value in 0..<values { subject.send(value) }
 }
 precondition(counter.count == expected, "\(counter.count) values, expected \(expected)")
 output.cancel()

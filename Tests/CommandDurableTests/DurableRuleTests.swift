@@ -265,3 +265,31 @@ import Testing
         #expect(try third.runs().first?.state == .completed)
     }
 }
+
+/// What a run shows while and after it runs, and what a store keeps.
+@Suite struct DurableVisibilityTests {
+    @Test func aRunsProgress_addsUpItsSteps_andGraphReportDrawsThem() async throws {
+        let store = try DurableStore.inMemory()
+        try store.register(Sum.self)
+        let run = try store.start(Sum.self, id: "p", input: .init(tag: "progress"))
+        #expect(try await run.value == 5)
+        #expect(run.fractionCompleted == 1)
+        let dot = GraphReport.dot(run.steps)
+        #expect(dot.contains("sum/p/a") && dot.contains("sum/p/b") && dot.contains("sum/p/sum"))
+        #expect(run.steps.count == 3)
+    }
+
+    @Test func prune_deletesRunsThatEndedBefore_andKeepsTheRest() async throws {
+        let store = try DurableStore.inMemory()
+        try store.register(Sum.self)
+        try store.register(DurableRuleTests.Hanging.self)
+        _ = try await store.start(Sum.self, id: "old", input: .init(tag: "prune")).value
+        _ = try store.start(DurableRuleTests.Hanging.self, id: "running", input: "prune")
+        #expect(try store.prune(endedBefore: Date().addingTimeInterval(-3_600)) == 0)
+        #expect(try store.prune(endedBefore: Date().addingTimeInterval(1)) == 1)
+        #expect(try store.runs().map(\.id) == ["running"])
+        #expect(try store.runs(.workflow("sum")).isEmpty)
+        #expect(try store.runs(.unfinished).map(\.id) == ["running"])
+        try store.cancel(runID: "running")
+    }
+}

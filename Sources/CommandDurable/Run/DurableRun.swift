@@ -15,6 +15,8 @@ import Foundation
 /// **Cancel.** `cancel()` records the cancel (the run is never resumed; other processes sharing the store
 /// stop its steps at their next lease renewal at the latest) and cancels the steps running here.
 ///
+/// **Progress** counts its steps: each step that ended (run now, or recorded completed before) adds one.
+///
 /// **Callbacks** arrive as for any command: on the context captured when you executed or observed it.
 public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sendable {
     // `@unchecked Sendable`: every stored property is immutable; the command guards its own state.
@@ -24,6 +26,14 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
     public let workflow: String
     private let store: DurableStore
     private let plan: Plan
+    // Guards the step commands of the run in this process, once it runs.
+    private let stepCommands = Locked<[Operation]>([])
+
+    /// The commands of the run's steps in this process (empty before it runs, and for a run that had
+    /// ended when it was started), in the order `build` made them: `GraphReport.dot(run.steps)` draws
+    /// the run, each step with its state (a step recorded completed before shows as completed without a
+    /// run time).
+    public var steps: [Operation] { stepCommands.withLock { $0 } }
 
     enum Plan: Sendable {
         /// Runs the steps (some may be recorded completed already).
@@ -65,6 +75,19 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
                 return nil
             }
             commands.append(command)
+        }
+        stepCommands.withLock { $0 = commands }
+        // The run's progress: its steps ended (recorded completed before, or now), out of all of them.
+        let ended = Locked(0)
+        let total = Int64(commands.count)
+        for command in commands {
+            command.observeEnd { _ in
+                let count = ended.withLock { count -> Int64 in
+                    count += 1
+                    return Int64(count)
+                }
+                result.reportProgress(completed: count, of: total)
+            }
         }
         let runID = id
         graph.whenFinished { [store] _ in
