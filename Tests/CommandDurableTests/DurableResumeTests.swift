@@ -204,3 +204,103 @@ import Testing
         #expect(String(describing: DurableError.unknownWorkflow("w")).contains("register"))
     }
 }
+
+/// Failures the store itself meets, and backoffs that outlive their process.
+@Suite struct DurableStorageFailureTests {
+    @Test func aFullDisk_whenAStepEnds_failsTheRun_withStorage_andHalfWritesNothing() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = try DurableStore(path: folder.file(), durability: .normal)
+        try store.register(Big.self)
+        let run = try store.start(Big.self, id: "full", input: 0)
+        let seen = Checkpoint()
+        Task {
+            while Big.held.withLock({ $0 }) == nil { try? await Task.sleep(nanoseconds: 1_000_000) }
+            seen.fulfill()
+        }
+        #expect(await seen.wait())
+        // No page may be added from now on (SQLite keeps the limit at the current size): the next write
+        // that needs a page fails as a full disk would.
+        try DurableMeasurements.execute("PRAGMA max_page_count = 1", on: store)
+        // A value big enough to need new pages.
+        Big.held.withLock { $0 }?.succeed(String(repeating: "x", count: 200_000))
+        do {
+            _ = try await run.value
+            Issue.record("the run did not fail")
+        } catch let error as DurableError {
+            guard case .storage(let message) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(!message.isEmpty)
+        }
+        try DurableMeasurements.execute("PRAGMA max_page_count = 1000000", on: store)
+        let step = try #require(try store.runs().first?.steps.last)
+        #expect(step.state != .completed)  // nothing half-written: the completion was not recorded
+    }
+
+    @Test func aBackoff_isRecorded_andAResumedRunWaitsForIt_notRunningAgainAtOnce() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        Probe.failuresLeft.withLock { $0["backoff"] = 1 }
+        do {
+            let first = try DurableStore(path: folder.file())
+            try first.register(LongBackoff.self)
+            _ = try first.start(LongBackoff.self, id: "b", input: "backoff")
+            let failed = Checkpoint()
+            Task {
+                while (try? first.runs().first?.steps.first?.nextAttempt) == nil {
+                    try? await Task.sleep(nanoseconds: 2_000_000)
+                }
+                failed.fulfill()
+            }
+            #expect(await failed.wait())
+            first.close()  // killed during the backoff
+        }
+        let second = try DurableStore(path: folder.file())
+        defer { second.close() }
+        try second.register(LongBackoff.self)
+        #expect(try second.resumeUnfinished().resumed == ["b"])
+        let step = try #require(try second.runs().first?.steps.first)
+        let next = try #require(step.nextAttempt)
+        // The recorded time of the next attempt: an hour after the failure, not an hour after the resume.
+        let failedAt = try #require(step.ended)
+        #expect(abs(next.timeIntervalSince(failedAt) - 3_600) < 5)
+        #expect(step.attempts == 1 && step.state == .pending)
+        #expect(Probe.counter.count("backoff/flaky") == 1)  // waiting, not run again
+        try second.cancel(runID: "b")
+    }
+
+    struct Big: DurableWorkflow {
+        static let name = "big"
+        static let held = Locked<CommandResult<String>?>(nil)
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<String> {
+            flow.step("big") { _ in
+                Command<String> { result in
+                    held.withLock { $0 = result }
+                    return nil
+                }
+            }
+        }
+    }
+
+    struct LongBackoff: DurableWorkflow {
+        static let name = "flaky"
+        static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+            flow.step("flaky", retry: .attempts(3, backoff: .constant(.seconds(3_600)))) { context in
+                Command<Int> { result in
+                    Probe.counter.hit("\(input)/flaky")
+                    let fail = Probe.failuresLeft.withLock { left -> Bool in
+                        let remaining = left[input, default: 0]
+                        left[input] = remaining - 1
+                        return remaining > 0
+                    }
+                    if fail { result.fail(TestFailure(message: "attempt \(context.attempt)")) } else {
+                        result.succeed(context.attempt)
+                    }
+                    return nil
+                }
+            }
+        }
+    }
+}

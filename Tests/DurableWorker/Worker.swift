@@ -10,6 +10,8 @@ enum Worker {
     static var leaseMilliseconds: Int64 { arguments.count > 4 ? Int64(arguments[4]) ?? 30_000 : 30_000 }
     /// How many runs to make, one after the other (argv[5]; 1 by default): "kill-0", "kill-1", ...
     static var runs: Int { arguments.count > 5 ? Int(arguments[5]) ?? 1 : 1 }
+    /// Each step's work in milliseconds (argv[6]; 5-30, by step, by default).
+    static var stepMilliseconds: Int? { arguments.count > 6 ? Int(arguments[6]) : nil }
     static let pid = ProcessInfo.processInfo.processIdentifier
 
     /// Appends `line` to the outside log and flushes it to the disk.
@@ -29,7 +31,7 @@ enum Worker {
             append("start \(context.runID)/\(context.stepID) \(context.attempt) \(pid)")
             var hash = seed
             for byte in context.stepID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
-            let milliseconds = 5 + Int(hash % 25)
+            let milliseconds = stepMilliseconds ?? 5 + Int(hash % 25)
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
                 append("end \(context.runID)/\(context.stepID) \(context.attempt) \(pid)")
                 result.succeed(value)

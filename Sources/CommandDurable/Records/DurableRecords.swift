@@ -24,6 +24,9 @@ public struct DurableStepRecord: Sendable, Equatable {
     public let lastError: String?
     public let started: Date?
     public let ended: Date?
+    /// When the next attempt may begin, while a retry waits out its backoff (recorded, so a process that
+    /// resumes the run waits only the rest of it).
+    public let nextAttempt: Date?
 }
 
 /// A run as the store recorded it.

@@ -2,6 +2,11 @@ import Foundation
 
 /// What the measurement tools of the package read or build (`Examples/DurableCost`): not API.
 package enum DurableMeasurements {
+    /// Runs `sql` on the store's own connection (tests: `PRAGMA max_page_count` for a full disk).
+    package static func execute(_ sql: String, on store: DurableStore) throws {
+        try (store.storage as? SQLiteStorage)?.execute(sql)
+    }
+
     /// Commits the store's thread made so far.
     package static func commits(of store: DurableStore) -> Int { store.storage.commits }
 

@@ -64,6 +64,11 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
 
     func close() { thread.stop() }
 
+    /// Runs `sql` on the store's thread (the measurement and test hooks).
+    func execute(_ sql: String) throws {
+        try wrap { try thread.sync(write: false) { try $0.execute(sql) } }
+    }
+
     var commits: Int { thread.commits }
 
     private static func prepare(_ connection: SQLiteConnection, path: String, durability: DurableDurability) throws {
@@ -267,7 +272,7 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
                     let id = row[0].string ?? ""
                     let steps = try connection.query(
                         """
-                        SELECT step_id, state, attempt, error, error_type, started, ended FROM steps
+                        SELECT step_id, state, attempt, error, error_type, started, ended, next_attempt_at FROM steps
                         WHERE run_id = ? ORDER BY position
                         """, [.text(id)]
                     ).map { step in
@@ -279,7 +284,8 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
                                 step[4].string.map { "\(message) (\($0))" } ?? message
                             },
                             started: step[5].double.map(Date.init(timeIntervalSince1970:)),
-                            ended: step[6].double.map(Date.init(timeIntervalSince1970:)))
+                            ended: step[6].double.map(Date.init(timeIntervalSince1970:)),
+                            nextAttempt: step[7].double.map(Date.init(timeIntervalSince1970:)))
                     }
                     return DurableRunRecord(
                         id: id, workflow: row[1].string ?? "",
@@ -444,7 +450,7 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
                     [
                         .text(retryAt == nil ? "failed" : "pending"), .text(error), .text(errorType),
                         retryAt.map { .real($0.timeIntervalSince1970) } ?? .null,
-                        retryAt == nil ? .real(Self.now) : .null, .text(run), .text(step), .integer(Int64(attempt)),
+                        .real(Self.now), .text(run), .text(step), .integer(Int64(attempt)),
                         .text(owner),
                     ])
                 return connection.changes == 1
