@@ -295,7 +295,9 @@ import Testing
                         left[input] = remaining - 1
                         return remaining > 0
                     }
-                    if fail { result.fail(TestFailure(message: "attempt \(context.attempt)")) } else {
+                    if fail {
+                        result.fail(TestFailure(message: "attempt \(context.attempt)"))
+                    } else {
                         result.succeed(context.attempt)
                     }
                     return nil
