@@ -140,13 +140,13 @@ let package = Package(
         .testTarget(name: "CommandGraphTests", dependencies: ["CommandGraph", "CommandTestSupport"]),
         .testTarget(
             name: "CommandDurableTests",
-            // DurableWorker: the child process the kill tests start, kill and start again.
-            dependencies: ["CommandDurable", "CommandTestSupport", "DurableWorker"]
+            // DurableKillWorker: the child process the kill tests start, kill and start again.
+            dependencies: ["CommandDurable", "CommandTestSupport", "DurableKillWorker"]
         ),
         .executableTarget(
-            name: "DurableWorker",
+            name: "DurableKillWorker",
             dependencies: ["CommandDurable"],
-            path: "Tests/DurableWorker"
+            path: "Tests/DurableKillWorker"
         ),
         .testTarget(
             name: "CommandNetworkTests",

@@ -43,7 +43,7 @@ let package = Package(
             path: "Benchmarks/Combinators",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
         ),
-        // Not a benchmark suite: the issue-31 harness (interleaved trials, set-up timed apart).
+        // Not a benchmark suite: the map-chain harness (interleaved trials, set-up timed apart).
         .executableTarget(
             name: "Harness",
             dependencies: [

@@ -3,7 +3,7 @@ import CommandTestSupport
 import Foundation
 import Testing
 
-/// A crash tested by crashing: the worker (`Tests/DurableWorker`, a 21-step workflow: a chain of 10, a
+/// A crash tested by crashing: the worker (`Tests/DurableKillWorker`, a 21-step workflow: a chain of 10, a
 /// fan-out of 10, a fan-in) is started as a child process, killed with `SIGKILL` at seeded random
 /// moments, and started again (it resumes), until its run ends. Each step appends "start" and "end"
 /// lines (with its attempt and pid) to an outside log, with `O_APPEND` then `fsync`.
@@ -19,10 +19,10 @@ import Testing
     static var worker: URL {
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for folder in [beside, beside.deletingLastPathComponent()] {
-            let candidate = folder.appendingPathComponent("DurableWorker")
+            let candidate = folder.appendingPathComponent("DurableKillWorker")
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
-        return URL(fileURLWithPath: ".build/debug/DurableWorker")
+        return URL(fileURLWithPath: ".build/debug/DurableKillWorker")
     }
 
     /// A started worker, and its exit status once it ended (a continuation, not a blocked thread).

@@ -84,14 +84,9 @@ final class StoreThread: @unchecked Sendable {
     /// Runs `body` on the thread and waits for it (the caller's thread sleeps; the store's thread does
     /// the I/O).
     func sync<T>(write: Bool, _ body: @escaping (SQLiteConnection) throws -> T) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var outcome: Result<T, any Error>?
-        submit(write: write, hop: false, body) { result in
-            outcome = result
-            done.signal()
-        }
-        done.wait()
-        return try outcome!.get()
+        let box = ResultBox<T>()
+        submit(write: write, hop: false, body) { result in box.put(result) }
+        return try box.take().get()
     }
 
     /// Runs `job` on the thread every `interval` seconds, between batches, in its own transaction.
@@ -187,5 +182,27 @@ final class StoreThread: @unchecked Sendable {
             try? connection.execute("ROLLBACK")
         }
         for call in finish { call(commitError) }
+    }
+}
+
+/// One result handed from the store's thread to a caller waiting for it (a pthread condition, which
+/// ThreadSanitizer understands).
+private final class ResultBox<T>: @unchecked Sendable {
+    // `@unchecked Sendable`: `result` is guarded by `condition`.
+    private let condition = NSCondition()
+    private var result: Result<T, any Error>?
+
+    func put(_ result: Result<T, any Error>) {
+        condition.lock()
+        self.result = result
+        condition.signal()
+        condition.unlock()
+    }
+
+    func take() -> Result<T, any Error> {
+        condition.lock()
+        defer { condition.unlock() }
+        while result == nil { condition.wait() }
+        return result!
     }
 }

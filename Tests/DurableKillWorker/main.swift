@@ -3,13 +3,13 @@
 // line written with O_APPEND, then fsync) around each step's work; prints "value <n>" and exits 0 when
 // the run ended. The test kills it with SIGKILL at seeded random moments and starts it again.
 //
-// Usage: DurableWorker <store> <log> [seed] [lease in ms] [runs, one after the other] [ms a step]. Exits 0 with the value, 3 when the run was
+// Usage: DurableKillWorker <store> <log> [seed] [lease in ms] [runs, one after the other] [ms a step]. Exits 0 with the value, 3 when the run was
 // cancelled (from another process), 1 on any other error.
 import CommandDurable
 import Foundation
 
 guard Worker.arguments.count >= 3 else {
-    print("usage: DurableWorker <store> <log> [seed] [lease in ms] [runs]")
+    print("usage: DurableKillWorker <store> <log> [seed] [lease in ms] [runs]")
     exit(2)
 }
 
