@@ -33,13 +33,16 @@ import Testing
 
         init(
             store: String, log: String, seed: UInt64, leaseMilliseconds: Int = 30_000, runs: Int = 1,
-            stepMilliseconds: Int? = nil
+            stepMilliseconds: Int? = nil, environment: [String: String] = [:]
         ) throws {
             process = Process()
             process.executableURL = DurableKillTests.worker
             process.arguments =
                 [store, log, "\(seed)", "\(leaseMilliseconds)", "\(runs)"] + (stepMilliseconds.map { ["\($0)"] } ?? [])
             process.standardOutput = output
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             process.terminationHandler = { [status] process in
                 let code =
                     process.terminationReason == .uncaughtSignal

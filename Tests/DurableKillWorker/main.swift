@@ -13,6 +13,26 @@ guard Worker.arguments.count >= 3 else {
     exit(2)
 }
 
+// A worker process: works the steps of runs enqueued by the test (DURABLE_WORKER_MODE=work) until the
+// store holds `runs` runs, all ended.
+if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {
+    do {
+        let store = try DurableStore(
+            path: Worker.arguments[1], durability: .normal, lease: .milliseconds(Worker.leaseMilliseconds))
+        try store.register(KillTest.self)
+        let worker = store.work(concurrency: 4)
+        while try store.runs().count < Worker.runs || !store.runs(.unfinished).isEmpty {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        await worker.stop()
+        print("worked")
+        exit(0)
+    } catch {
+        print("error \(error)")
+        exit(1)
+    }
+}
+
 do {
     let store = try DurableStore(
         path: Worker.arguments[1], durability: .normal, lease: .milliseconds(Worker.leaseMilliseconds))

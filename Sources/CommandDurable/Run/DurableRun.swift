@@ -40,6 +40,8 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
         case live(steps: [StepDefinition], final: Int, execution: RunExecution)
         /// Already ended: the recorded outcome, and the final step's codec to read its value.
         case ended(StoredRun, codec: StepCodec)
+        /// Run by workers (``DurableStore/enqueue(_:id:input:ifExists:)``): waits for its recorded end.
+        case awaiting(finalStep: String, codec: StepCodec)
     }
 
     init(id: String, workflow: String, store: DurableStore, plan: Plan) {
@@ -58,6 +60,34 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
             return nil
         case .live(let steps, let final, let execution):
             return runLive(steps: steps, final: final, execution: execution, result)
+        case .awaiting(_, let codec):
+            let waiting = Locked<(any Cancelable)?>(nil)
+            awaitRecordedEnd(codec: codec, result, waiting)
+            return BlockCancelable { [store, id] in
+                waiting.withLock { $0 }?.cancel()
+                store.recordCancel(id)
+            }
+        }
+    }
+
+    /// Reads the run's record until it ended (a worker recorded it), then delivers it.
+    private func awaitRecordedEnd(
+        codec: StepCodec, _ result: CommandResult<Output>, _ waiting: Locked<(any Cancelable)?>
+    ) {
+        store.storage.runState(id) { [self] answer in
+            if result.isCancelled { return }
+            switch answer {
+            case .failure(let error):
+                result.fail(StepCommand.storageError(error))
+            case .success(let stored?) where stored.state.isEnded:
+                deliverRecorded(stored, codec: codec, result)
+            case .success:
+                let interval = Duration(clampingSeconds: min(max(store.storage.leaseSeconds / 3, 0.02), 0.5))
+                let token = DispatchScheduler.shared.schedule(after: interval) { [self] in
+                    awaitRecordedEnd(codec: codec, result, waiting)
+                }
+                waiting.withLock { $0 = token }
+            }
         }
     }
 

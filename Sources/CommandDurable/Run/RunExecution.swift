@@ -21,8 +21,16 @@ final class RunExecution: Sendable {
     // Guards, for each step, how many of the steps it comes after have not ended here yet.
     private let remaining: Locked<[Int]>
 
-    init(storage: any DurableStorage, runID: String, workflow: String, steps: [StepDefinition]) {
+    /// A step's completion claims the steps it makes ready (false for a worker, which runs single steps
+    /// of runs whose other steps it does not follow).
+    let claimsAhead: Bool
+
+    init(
+        storage: any DurableStorage, runID: String, workflow: String, steps: [StepDefinition],
+        claimsAhead: Bool = true
+    ) {
         self.storage = storage
+        self.claimsAhead = claimsAhead
         self.runID = runID
         self.workflow = workflow
         ids = steps.map(\.id)
@@ -99,6 +107,9 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         super.init()
         name = "\(execution.workflow)/\(execution.runID)/\(definition.id)"
     }
+
+    /// The run this step belongs to.
+    var runID: String { execution.runID }
 
     override func run(_ result: CommandResult<Void>) -> (any Cancelable)? {
         claim(result)
@@ -203,7 +214,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             } catch {
                 return recordFailure(error, result, attempt: attempt, failures: failures, final: true)
             }
-            let next = execution.readyAfter(definition.index)
+            let next = execution.claimsAhead ? execution.readyAfter(definition.index) : []
             execution.storage.complete(
                 run: execution.runID, step: definition.id, attempt: attempt, value: encoded, claiming: next
             ) { [self] answer in

@@ -53,6 +53,17 @@ protocol DurableStorage: AnyObject, Sendable {
     func requestCancel(run: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void)
     /// Commits made so far (group commit's figures).
     var commits: Int { get }
+    /// Steps of unfinished runs of `workflows` that may be claimed now: every step they come after is
+    /// recorded completed; pending (no backoff left) or running with an expired lease. Not those in
+    /// `busy` ("run/step"), at most `limit`.
+    func readySteps(
+        workflows: [String], excluding busy: Set<String>, limit: Int,
+        completion: @escaping @Sendable (Result<[ReadyStep], any Error>) -> Void)
+    /// The recorded values of a run's completed steps at `positions`.
+    func stepValues(
+        run: String, positions: [Int], completion: @escaping @Sendable (Result<[Int: Data?], any Error>) -> Void)
+    /// The run as recorded, without waiting.
+    func runState(_ id: String, completion: @escaping @Sendable (Result<StoredRun?, any Error>) -> Void)
     /// Stops the store's thread.
     func close()
 }
@@ -64,7 +75,17 @@ struct NewRun: Sendable {
     let input: Data
     /// Step ids in the order `build` made them.
     let steps: [String]
+    /// For each step, the positions of the steps it comes after.
+    let after: [[Int]]
     let finalStep: String
+}
+
+/// A step a worker may claim.
+struct ReadyStep: Sendable {
+    let run: String
+    let workflow: String
+    let step: String
+    let position: Int
 }
 
 enum CreateRunResult: Sendable {

@@ -123,7 +123,9 @@ public final class DurableStore: Sendable {
         let (steps, final) = try Self.plan(W.self, input: input)
         let encoded = try JSONEncoder().encode(input)
         let created = try storage.createRun(
-            NewRun(id: id, workflow: W.name, input: encoded, steps: steps.map(\.id), finalStep: steps[final].id))
+            NewRun(
+                id: id, workflow: W.name, input: encoded, steps: steps.map(\.id), after: steps.map(\.after),
+                finalStep: steps[final].id))
         switch created {
         case .created:
             return launch(DurableRun<W.Output>.self, id: id, workflow: W.name, steps: steps, final: final)
@@ -191,7 +193,47 @@ public final class DurableStore: Sendable {
         try storage.prune(endedBefore: date)
     }
 
+    /// Records a run of `workflow` for the workers (``work(concurrency:)``, in this process or another
+    /// sharing the store) and returns it without running anything here: the run's value arrives once a
+    /// worker recorded its end (read from the store every third of the lease, at most every half second).
+    /// `ifExists` as for ``start(_:id:input:ifExists:)``.
+    public func enqueue<W: DurableWorkflow>(
+        _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
+    ) throws -> DurableRun<W.Output> {
+        guard state.withLock({ $0.workflows[W.name] }) != nil else { throw DurableError.unknownWorkflow(W.name) }
+        let (steps, final) = try Self.plan(W.self, input: input)
+        let created = try storage.createRun(
+            NewRun(
+                id: id, workflow: W.name, input: try JSONEncoder().encode(input), steps: steps.map(\.id),
+                after: steps.map(\.after), finalStep: steps[final].id))
+        if case .exists(let stored) = created {
+            if ifExists == .fail || stored.workflow != W.name { throw DurableError.runExists(id) }
+            if stored.state.isEnded {
+                let run = DurableRun<W.Output>(
+                    id: id, workflow: W.name, store: self, plan: .ended(stored, codec: steps[final].codec))
+                run.executeQuietly()
+                return run
+            }
+        }
+        let run = DurableRun<W.Output>(
+            id: id, workflow: W.name, store: self,
+            plan: .awaiting(finalStep: steps[final].id, codec: steps[final].codec))
+        run.executeQuietly()
+        return run
+    }
+
+    /// Starts a worker: it claims, from any run recorded in this store, the steps of the workflows this
+    /// process registered whose earlier steps are recorded completed, and runs up to `concurrency` of
+    /// them at once, until ``DurableWorker/stop()``. See ``DurableWorker``.
+    public func work(concurrency: Int = 4) -> DurableWorker {
+        DurableWorker(store: self, concurrency: max(1, concurrency))
+    }
+
     // MARK: Internals
+
+    var registeredNames: [String] { state.withLock { Array($0.workflows.keys) } }
+
+    func registered(_ name: String) -> RegisteredWorkflow? { state.withLock { $0.workflows[name] } }
 
     /// Builds `workflow`'s flow for `input`: its steps and the final one's place.
     static func plan<W: DurableWorkflow>(_: W.Type, input: W.Input) throws -> ([StepDefinition], Int) {
@@ -250,11 +292,22 @@ extension DurableRun: ActiveRun {
     func cancelHere() { cancel() }
 }
 
-/// A registered workflow, whatever its types: resumes a recorded run.
+/// A registered workflow, whatever its types: resumes a recorded run, or plans one for a worker.
 struct RegisteredWorkflow: Sendable {
     let resume: @Sendable (StoredRun, DurableStore) throws -> Void
+    /// The run's steps and the final one's place, from its recorded input.
+    let plan: @Sendable (StoredRun) throws -> ([StepDefinition], Int)
 
     init<W: DurableWorkflow>(_: W.Type) {
+        plan = { stored in
+            let input: W.Input
+            do {
+                input = try JSONDecoder().decode(W.Input.self, from: stored.input)
+            } catch {
+                throw DurableError.decoding(run: stored.id, step: nil, underlying: String(describing: error))
+            }
+            return try DurableStore.plan(W.self, input: input)
+        }
         resume = { stored, store in
             let input: W.Input
             do {

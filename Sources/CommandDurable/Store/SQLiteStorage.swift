@@ -8,7 +8,8 @@ import Foundation
 /// runs(id TEXT PRIMARY KEY, workflow, input BLOB, state, cancel_requested, created REAL, updated REAL,
 ///      error, error_kind, error_step, final_step)
 /// steps(run_id, step_id, position, state, attempt, failures, owner, lease_until REAL, value BLOB,
-///       error, error_type, next_attempt_at REAL, started REAL, ended REAL, PRIMARY KEY (run_id, step_id))
+///       error, error_type, next_attempt_at REAL, started REAL, ended REAL, after (positions, comma-separated),
+///       PRIMARY KEY (run_id, step_id))
 /// owners(id TEXT PRIMARY KEY, host, pid, process_start REAL, seen REAL)
 /// ```
 /// Times are seconds since 1970. States are `pending`, `running`, `completed`, `failed`, `cancelled`.
@@ -103,7 +104,8 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
                     CREATE TABLE steps(run_id TEXT NOT NULL, step_id TEXT NOT NULL, position INTEGER NOT NULL,
                         state TEXT NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
                         owner TEXT, lease_until REAL, value BLOB, error TEXT, error_type TEXT, next_attempt_at REAL,
-                        started REAL, ended REAL, PRIMARY KEY (run_id, step_id)) WITHOUT ROWID;
+                        started REAL, ended REAL, after TEXT NOT NULL DEFAULT '',
+                        PRIMARY KEY (run_id, step_id)) WITHOUT ROWID;
                     CREATE TABLE owners(id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL,
                         process_start REAL, seen REAL NOT NULL);
                     CREATE INDEX unfinished_runs ON runs(state) WHERE state IN ('pending', 'running');
@@ -139,9 +141,10 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
                         .text(run.finalStep),
                     ])
                 for (position, step) in run.steps.enumerated() {
+                    let after = run.after[position].map(String.init).joined(separator: ",")
                     try connection.query(
-                        "INSERT INTO steps(run_id, step_id, position, state) VALUES (?, ?, ?, 'pending')",
-                        [.text(run.id), .text(step), .integer(Int64(position))])
+                        "INSERT INTO steps(run_id, step_id, position, state, after) VALUES (?, ?, ?, 'pending', ?)",
+                        [.text(run.id), .text(step), .integer(Int64(position)), .text(after)])
                 }
                 return .created
             }
@@ -311,6 +314,79 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
                 return connection.changes
             }
         }
+    }
+
+    // MARK: Workers
+
+    func readySteps(
+        workflows: [String], excluding busy: Set<String>, limit: Int,
+        completion: @escaping @Sendable (Result<[ReadyStep], any Error>) -> Void
+    ) {
+        guard !workflows.isEmpty, limit > 0 else { return completion(.success([])) }
+        thread.submit(
+            write: false,
+            { connection -> [ReadyStep] in
+                let now = Self.now
+                let names = workflows.map { _ in "?" }.joined(separator: ", ")
+                let candidates = try connection.query(
+                    """
+                    SELECT s.run_id, s.step_id, s.position, s.after, s.state, s.owner, s.lease_until, r.workflow
+                    FROM steps s JOIN runs r ON r.id = s.run_id
+                    WHERE r.state IN ('pending', 'running') AND r.cancel_requested = 0 AND r.workflow IN (\(names))
+                        AND ((s.state = 'pending' AND (s.next_attempt_at IS NULL OR s.next_attempt_at <= ?))
+                            OR s.state = 'running')
+                    ORDER BY r.created, s.position LIMIT 1000
+                    """, workflows.map { .text($0) } + [.real(now)])
+                var dead: [String: Bool] = [:]
+                var completed: [String: Set<Int>] = [:]
+                var ready: [ReadyStep] = []
+                for row in candidates {
+                    guard ready.count < limit else { break }
+                    let run = row[0].string ?? "", step = row[1].string ?? ""
+                    if busy.contains("\(run)/\(step)") { continue }
+                    // A running step is ready only when its owner lost it: lease expired, or process gone.
+                    if row[4].string == "running", (row[6].double ?? 0) >= now {
+                        let holder = row[5].string ?? ""
+                        if dead[holder] == nil { dead[holder] = Self.isDead(owner: holder, connection) }
+                        if dead[holder] != true { continue }
+                    }
+                    let after = (row[3].string ?? "").split(separator: ",").compactMap { Int($0) }
+                    if completed[run] == nil {
+                        completed[run] = Set(
+                            try connection.query(
+                                "SELECT position FROM steps WHERE run_id = ? AND state = 'completed'", [.text(run)]
+                            ).compactMap { $0[0].int.map(Int.init) })
+                    }
+                    guard after.allSatisfy({ completed[run]!.contains($0) }) else { continue }
+                    ready.append(
+                        ReadyStep(
+                            run: run, workflow: row[7].string ?? "", step: step, position: Int(row[2].int ?? 0)))
+                }
+                return ready
+            }, completion: completion)
+    }
+
+    func stepValues(
+        run: String, positions: [Int], completion: @escaping @Sendable (Result<[Int: Data?], any Error>) -> Void
+    ) {
+        thread.submit(
+            write: false,
+            { connection -> [Int: Data?] in
+                var values: [Int: Data?] = [:]
+                for position in positions {
+                    let row = try connection.query(
+                        "SELECT value, state FROM steps WHERE run_id = ? AND position = ?",
+                        [.text(run), .integer(Int64(position))]
+                    ).first
+                    guard let row, row[1].string == "completed" else { continue }
+                    values[position] = row[0].data
+                }
+                return values
+            }, completion: completion)
+    }
+
+    func runState(_ id: String, completion: @escaping @Sendable (Result<StoredRun?, any Error>) -> Void) {
+        thread.submit(write: false, { try Self.loadRun(id, $0) }, completion: completion)
     }
 
     // MARK: Steps

@@ -1,0 +1,178 @@
+import CommandCore
+import CommandGraph
+import Foundation
+
+/// Works the steps of durable runs recorded in its store, from any process that shares the store:
+/// made by ``DurableStore/work(concurrency:)``.
+///
+/// It claims a step once every step it comes after is recorded completed (a step of a workflow this
+/// process registered; the others are left for a worker that did), rebuilds the run's graph from its
+/// recorded input (`build`), gives the step the recorded values of the steps it comes after, runs it and
+/// records it, by the same rules as a run started here (leases renewed while it runs, a completion fenced
+/// by its attempt, retries and their recorded backoff). One run's steps may be worked by several workers
+/// in several processes. The worker that records a run's final step records the run's end; a step that
+/// fails for good fails the run.
+///
+/// **Threads.** It looks for ready steps when a step of its own ends, and every 50 ms otherwise (the
+/// backstop); the store's answers arrive on the store's thread or a global queue; each step's command runs
+/// on its own queue. **Stop:** ``stop()`` claims nothing more and returns once the steps it runs have
+/// ended and been recorded. A run cancelled from any process has its steps here cancelled at the next
+/// look.
+public final class DurableWorker: Sendable {
+    private struct State {
+        var inFlight: [String: StepCommand] = [:]
+        var stopping = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var polling = false
+        var pollAgain = false
+        var timer: (any Cancelable)?
+    }
+
+    private let store: DurableStore
+    private let concurrency: Int
+    // Guards the steps running, the stop flag and its waiters, the poll's flags and its timer.
+    private let state = Locked(State())
+
+    init(store: DurableStore, concurrency: Int) {
+        self.store = store
+        self.concurrency = concurrency
+        poll()
+    }
+
+    /// How many steps it runs now.
+    public var running: Int { state.withLock { $0.inFlight.count } }
+
+    /// Claims nothing more; returns once the steps it runs have ended (and been recorded).
+    public func stop() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let (done, timer) = state.withLock { state -> (Bool, (any Cancelable)?) in
+                state.stopping = true
+                defer { state.timer = nil }
+                if state.inFlight.isEmpty { return (true, state.timer) }
+                state.waiters.append(continuation)
+                return (false, state.timer)
+            }
+            timer?.cancel()
+            if done { continuation.resume() }
+        }
+    }
+
+    private func poll() {
+        let go = state.withLock { state -> Bool in
+            if state.stopping { return false }
+            if state.polling {
+                state.pollAgain = true
+                return false
+            }
+            state.polling = true
+            return true
+        }
+        guard go else { return }
+        let (busy, free, runs) = state.withLock { state in
+            (Set(state.inFlight.keys), concurrency - state.inFlight.count, Set(state.inFlight.values.map(\.runID)))
+        }
+        // Steps of runs cancelled by any process: cancelled here.
+        store.storage.cancelRequested(among: Array(runs)) { [self] cancelled in
+            guard !cancelled.isEmpty else { return }
+            let doomed = state.withLock { state in state.inFlight.values.filter { cancelled.contains($0.runID) } }
+            for command in doomed { command.cancel() }
+        }
+        store.storage.readySteps(workflows: store.registeredNames, excluding: busy, limit: free) { [self] answer in
+            for ready in (try? answer.get()) ?? [] { start(ready) }
+            let again = state.withLock { state -> Bool in
+                state.polling = false
+                defer { state.pollAgain = false }
+                return state.pollAgain
+            }
+            if again { poll() } else { scheduleNextPoll() }
+        }
+    }
+
+    private func scheduleNextPoll() {
+        let token = DispatchScheduler.shared.schedule(after: .milliseconds(50)) { [weak self] in self?.poll() }
+        let stale = state.withLock { state -> Bool in
+            if state.stopping { return true }
+            state.timer?.cancel()
+            state.timer = token
+            return false
+        }
+        if stale { token.cancel() }
+    }
+
+    private func start(_ ready: ReadyStep) {
+        let key = "\(ready.run)/\(ready.step)"
+        guard let workflow = store.registered(ready.workflow) else { return }
+        store.storage.runState(ready.run) { [self] answer in
+            guard case .success(let stored?) = answer, !stored.state.isEnded, !stored.cancelRequested else { return }
+            let steps: [StepDefinition]
+            let final: Int
+            do {
+                (steps, final) = try workflow.plan(stored)
+            } catch {
+                return finishFailed(stored.id, error: error, step: ready.step)
+            }
+            guard let definition = steps.first(where: { $0.id == ready.step }) else {
+                return finishFailed(
+                    stored.id, error: DurableError.workflowChanged(run: stored.id, step: ready.step), step: ready.step)
+            }
+            let execution = RunExecution(
+                storage: store.storage, runID: stored.id, workflow: stored.workflow, steps: steps, claimsAhead: false)
+            store.storage.stepValues(run: stored.id, positions: definition.after) { [self] values in
+                guard case .success(let values) = values else { return }
+                do {
+                    for position in definition.after {
+                        guard let data = values[position] else { return }  // not completed after all: later
+                        execution.values.set(try steps[position].codec.decode(data), at: position)
+                    }
+                } catch {
+                    return finishFailed(
+                        stored.id,
+                        error: DurableError.decoding(
+                            run: stored.id, step: steps[definition.after.first ?? 0].id,
+                            underlying: String(describing: error)), step: ready.step)
+                }
+                let command = StepCommand(definition, execution: execution)
+                let accepted = state.withLock { state -> Bool in
+                    if state.stopping || state.inFlight[key] != nil { return false }
+                    state.inFlight[key] = command
+                    return true
+                }
+                guard accepted else { return }
+                command.observeEnd { [self] ending in
+                    ended(key, ending, isFinal: definition.index == final, execution: execution, step: definition.id)
+                }
+                command.executeQuietly()
+            }
+        }
+    }
+
+    private func ended(_ key: String, _ ending: CommandState, isFinal: Bool, execution: RunExecution, step: String) {
+        let finish: @Sendable () -> Void = { [self] in
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.inFlight.removeValue(forKey: key)
+                guard state.stopping, state.inFlight.isEmpty else { return [] }
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+            poll()
+        }
+        switch ending {
+        case .completed where isFinal:
+            execution.log(.info, step, "the run's last step: run completed")
+            execution.storage.finishRun(run: execution.runID, state: .completed, error: nil) { _ in finish() }
+        case .failed:
+            let (failedStep, error) =
+                execution.firstFailure ?? (step, DurableError.stepFailed(step: step, message: "failed"))
+            let recorded = DurableRun<Int>.recordedFailure(of: error, step: failedStep, run: execution.runID)
+            execution.storage.finishRun(run: execution.runID, state: .failed, error: recorded) { _ in finish() }
+        default:
+            finish()
+        }
+    }
+
+    private func finishFailed(_ run: String, error: any Error, step: String) {
+        let recorded = DurableRun<Int>.recordedFailure(of: error, step: step, run: run)
+        store.storage.finishRun(run: run, state: .failed, error: recorded) { _ in }
+    }
+}

@@ -1,0 +1,124 @@
+import CommandDurable
+import CommandTestSupport
+import Foundation
+import Testing
+
+/// Runs recorded for workers (`enqueue`) and worked by them (`work(concurrency:)`): in this process on
+/// one file through two stores, and in worker processes.
+@Suite(.serialized) struct DurableWorkerTests {
+    @Test func anEnqueuedRun_isWorkedByAWorker_andItsValueArrives() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let web = try DurableStore(path: folder.file())
+        try web.register(Sum.self)
+        let run = try web.enqueue(Sum.self, id: "e1", input: .init(tag: "enqueued"))
+        #expect(Probe.counter.count("enqueued/sum") == 0)  // nothing runs where it was enqueued
+        let host = try DurableStore(path: folder.file())
+        try host.register(Sum.self)
+        let worker = host.work(concurrency: 2)
+        #expect(try await run.value == 5)
+        await worker.stop()
+        #expect(worker.running == 0)
+        let record = try #require(try web.runs().first)
+        #expect(record.state == .completed && record.steps.allSatisfy { $0.state == .completed && $0.attempts == 1 })
+        #expect(Probe.counter.count("enqueued/sum") == 1)
+        web.close()
+        host.close()
+    }
+
+    @Test func aWorkflowAWorkerDidNotRegister_isLeftForOneThatDid() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let web = try DurableStore(path: folder.file())
+        try web.register(Sum.self)
+        let run = try web.enqueue(Sum.self, id: "e2", input: .init(tag: "unregistered-worker"))
+        let stranger = try DurableStore(path: folder.file())
+        try stranger.register(DurableRuleTests.Flaky.self)
+        let idle = stranger.work()
+        let host = try DurableStore(path: folder.file())
+        try host.register(Sum.self)
+        let worker = host.work()
+        #expect(try await run.value == 5)
+        await idle.stop()
+        await worker.stop()
+        #expect(Probe.counter.count("unregistered-worker/sum") == 1)
+        for store in [web, stranger, host] { store.close() }
+    }
+
+    @Test func aFailingStep_failsTheEnqueuedRun_forTheEnqueuer() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        Probe.failuresLeft.withLock { $0["worker-fails"] = 10 }
+        let web = try DurableStore(path: folder.file())
+        try web.register(DurableRuleTests.Flaky.self)
+        let run = try web.enqueue(DurableRuleTests.Flaky.self, id: "f", input: "worker-fails")
+        let host = try DurableStore(path: folder.file())
+        try host.register(DurableRuleTests.Flaky.self)
+        let worker = host.work()
+        do {
+            _ = try await run.value
+            Issue.record("the run did not fail")
+        } catch let error as DurableError {
+            guard case .stepFailed(let step, let message) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(step == "flaky" && message.contains("flaky attempt 3"))
+        }
+        await worker.stop()
+        web.close()
+        host.close()
+    }
+
+    /// The kill worker's workflow as the enqueuing side sees it: the same name, step ids and types (its
+    /// commands never run here).
+    struct KillTestShape: DurableWorkflow {
+        static let name = "kill-test"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+            var previous = flow.step("c0") { _ in Command.just(0) }
+            for index in 1..<10 {
+                previous = flow.step("c\(index)", after: previous) { _, value in Command.just(value) }
+            }
+            let chain = previous
+            let fan = (0..<10).map { index in flow.step("f\(index)", after: chain) { _, value in Command.just(value) } }
+            return flow.step(
+                "total", after: fan[0], fan[1], fan[2], fan[3], fan[4], fan[5], fan[6], fan[7], fan[8], fan[9]
+            ) { _, a, _, _, _, _, _, _, _, _, _ in Command.just(a) }
+        }
+    }
+
+    /// Two worker processes and this one enqueuing, on one file: every run completes with its value, every
+    /// step recorded completed, the steps spread over both workers; one worker killed in the middle, the
+    /// other takes its steps over at once (its owner's process is gone).
+    @Test func workerProcesses_shareTheRuns_andOneKilled_leavesNothingBehind() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = folder.file(), log = folder.file("steps.log")
+        let web = try DurableStore(path: store)
+        defer { web.close() }
+        try web.register(KillTestShape.self)
+        let count = 10
+        var runs: [DurableRun<Int>] = []
+        for index in 0..<count { runs.append(try web.enqueue(KillTestShape.self, id: "kill-\(index)", input: 1)) }
+        let mode = ["DURABLE_WORKER_MODE": "work"]
+        let first = try DurableKillTests.Child(store: store, log: log, seed: 8, runs: count, environment: mode)
+        let second = try DurableKillTests.Child(store: store, log: log, seed: 9, runs: count, environment: mode)
+        let fanningOut = Checkpoint()
+        Task {
+            while DurableKillTests.readLog(log).filter(\.start).count < 60 {
+                try? await Task.sleep(nanoseconds: 2_000_000)
+            }
+            fanningOut.fulfill()
+        }
+        #expect(await fanningOut.wait())
+        first.kill()
+        for run in runs { #expect(try await run.value == 145) }
+        #expect(await second.exitCode() == 0, "\(second.printed)")
+        _ = await first.exitCode()
+        let records = try web.runs()
+        #expect(records.count == count && records.allSatisfy { $0.state == .completed })
+        #expect(records.allSatisfy { $0.steps.allSatisfy { $0.state == .completed } })
+        let pids = Set(DurableKillTests.readLog(log).filter(\.start).map(\.pid))
+        #expect(pids.count >= 2, "steps ran in \(pids.count) process(es)")
+    }
+}
