@@ -101,16 +101,22 @@ import Testing
         var runs: [DurableRun<Int>] = []
         for index in 0..<count { runs.append(try web.enqueue(KillTestShape.self, id: "kill-\(index)", input: 1)) }
         let mode = ["DURABLE_WORKER_MODE": "work"]
-        let first = try DurableKillTests.Child(store: store, log: log, seed: 8, runs: count, environment: mode)
-        let second = try DurableKillTests.Child(store: store, log: log, seed: 9, runs: count, environment: mode)
-        let fanningOut = Checkpoint()
+        // Steps of 50 ms: the work lasts seconds, so both workers are at it before one is killed.
+        let first = try DurableKillTests.Child(
+            store: store, log: log, seed: 8, runs: count, stepMilliseconds: 50, environment: mode)
+        let second = try DurableKillTests.Child(
+            store: store, log: log, seed: 9, runs: count, stepMilliseconds: 50, environment: mode)
+        let bothWorking = Checkpoint()
+        let firstPid = first.process.processIdentifier, secondPid = second.process.processIdentifier
         Task {
-            while DurableKillTests.readLog(log).filter(\.start).count < 60 {
+            while true {
+                let pids = Set(DurableKillTests.readLog(log).filter(\.start).map(\.pid))
+                if pids.contains(firstPid) && pids.contains(secondPid) { break }
                 try? await Task.sleep(nanoseconds: 2_000_000)
             }
-            fanningOut.fulfill()
+            bothWorking.fulfill()
         }
-        #expect(await fanningOut.wait())
+        #expect(await bothWorking.wait())
         first.kill()
         for run in runs { #expect(try await run.value == 145) }
         #expect(await second.exitCode() == 0, "\(second.printed)")
