@@ -293,3 +293,29 @@ import Testing
         try store.cancel(runID: "running")
     }
 }
+
+/// Rule 8: SQLite runs on the store's own thread (debug builds assert it at every call, so every test
+/// here checks it), and the records of steps that end together share a commit.
+@Suite struct DurableGroupCommitTests {
+    struct Wide: DurableWorkflow {
+        static let name = "wide"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+            let steps = (0..<input).map { index in flow.step("s\(index)") { _ in Command.just(index) } }
+            return flow.step("end", waitingFor: steps) { _ in Command.just(input) }
+        }
+    }
+
+    @Test func stepsThatEndTogether_shareCommits() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = try DurableStore(path: folder.file())
+        defer { store.close() }
+        try store.register(Wide.self)
+        let before = DurableMeasurements.commits(of: store)
+        #expect(try await store.start(Wide.self, id: "w", input: 2_000).value == 2_000)
+        let commits = DurableMeasurements.commits(of: store) - before
+        // 2,001 steps, each claimed and completed: 4,002 writes, in at least 5x fewer commits.
+        #expect(commits > 0 && commits * 5 <= 4_002, "\(commits) commits")
+        print("group commit: \(commits) commits for 2,001 steps")
+    }
+}

@@ -58,6 +58,7 @@ final class SQLiteConnection {
 
     /// Opens (creating if missing) the database at `path` (`":memory:"` for one in memory).
     init(path: String) throws {
+        Self.checkThread()
         self.path = path
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -86,6 +87,7 @@ final class SQLiteConnection {
 
     /// Runs `sql` (one or more statements, no parameters, rows ignored).
     func execute(_ sql: String) throws {
+        Self.checkThread()
         var error: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(handle, sql, nil, nil, &error)
         if status != SQLITE_OK {
@@ -98,6 +100,7 @@ final class SQLiteConnection {
     /// Runs one statement with `bindings`; returns its rows (each row's columns in order).
     @discardableResult
     func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+        Self.checkThread()
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -130,6 +133,15 @@ final class SQLiteConnection {
             rows.append(row)
         }
         return rows
+    }
+
+    /// Debug builds: SQLite is called only on a thread of its own (a store's thread, or a measurement's),
+    /// never on a command's queue, the Dispatch pool or the concurrency pool.
+    @inline(__always)
+    private static func checkThread() {
+        assert(
+            Thread.current.threadDictionary["AwesomeCommand.storeThread"] != nil,
+            "SQLite called outside a store's own thread (\(Thread.current))")
     }
 
     /// Rows changed by the last statement.

@@ -17,6 +17,7 @@ package enum DurableMeasurements {
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var outcome: Result<Double, any Error> = .success(0)
         let thread = Thread {
+            Thread.current.threadDictionary[StoreThread.marker] = true
             do {
                 let connection = try SQLiteConnection(path: path)
                 defer { connection.close() }
@@ -51,24 +52,37 @@ package enum DurableMeasurements {
         return try outcome.get()
     }
 
-    /// Records `count` ended runs (one completed step each) in the store at `path`, in one transaction.
+    /// Records `count` ended runs (one completed step each) in the store at `path`, in one transaction,
+    /// on a thread of its own.
     package static func seedEndedRuns(path: String, count: Int) throws {
-        let store = try DurableStore(path: path, durability: .normal)
-        store.close()
-        let connection = try SQLiteConnection(path: path)
-        defer { connection.close() }
-        try connection.execute("BEGIN IMMEDIATE")
-        let now = Date().timeIntervalSince1970
-        for index in 0..<count {
-            try connection.query(
-                """
-                INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
-                VALUES (?, 'seeded', x'7b7d', 'completed', ?, ?, 'only')
-                """, [.text("run-\(index)"), .real(now), .real(now)])
-            try connection.query(
-                "INSERT INTO steps(run_id, step_id, position, state, attempt) VALUES (?, 'only', 0, 'completed', 1)",
-                [.text("run-\(index)")])
+        try DurableStore(path: path, durability: .normal).close()
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var failure: (any Error)?
+        let thread = Thread {
+            Thread.current.threadDictionary[StoreThread.marker] = true
+            do {
+                let connection = try SQLiteConnection(path: path)
+                defer { connection.close() }
+                try connection.execute("BEGIN IMMEDIATE")
+                let now = Date().timeIntervalSince1970
+                for index in 0..<count {
+                    try connection.query(
+                        """
+                        INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
+                        VALUES (?, 'seeded', x'7b7d', 'completed', ?, ?, 'only')
+                        """, [.text("run-\(index)"), .real(now), .real(now)])
+                    try connection.query(
+                        "INSERT INTO steps(run_id, step_id, position, state, attempt) VALUES (?, 'only', 0, 'completed', 1)",
+                        [.text("run-\(index)")])
+                }
+                try connection.execute("COMMIT")
+            } catch {
+                failure = error
+            }
+            done.signal()
         }
-        try connection.execute("COMMIT")
+        thread.start()
+        done.wait()
+        if let failure { throw failure }
     }
 }

@@ -27,29 +27,31 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
     init(path: String, durability: DurableDurability, leaseSeconds: Double) throws {
         self.path = path
         self.leaseSeconds = leaseSeconds
-        owner = UUID().uuidString
-        let connection: SQLiteConnection
-        do {
-            connection = try SQLiteConnection(path: path)
-        } catch {
-            throw DurableError.storage(message: "could not open '\(path)': \(error)")
+        let owner = UUID().uuidString
+        self.owner = owner
+        thread = try StoreThread(name: "AwesomeCommand durable store") {
+            let connection: SQLiteConnection
+            do {
+                connection = try SQLiteConnection(path: path)
+            } catch {
+                throw DurableError.storage(message: "could not open '\(path)': \(error)")
+            }
+            connection.setBusyTimeout(milliseconds: 10_000)
+            do {
+                try Self.prepare(connection, path: path, durability: durability)
+                try connection.query(
+                    "INSERT INTO owners(id, host, pid, process_start, seen) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        .text(owner), .text(ProcessIdentity.host), .integer(Int64(ProcessIdentity.pid)),
+                        ProcessIdentity.startTime(of: ProcessIdentity.pid).map { .real($0) } ?? .null,
+                        .real(Date().timeIntervalSince1970),
+                    ])
+            } catch {
+                connection.close()
+                throw error
+            }
+            return connection
         }
-        connection.setBusyTimeout(milliseconds: 10_000)
-        do {
-            try Self.prepare(connection, path: path, durability: durability)
-            try connection.query(
-                "INSERT INTO owners(id, host, pid, process_start, seen) VALUES (?, ?, ?, ?, ?)",
-                [
-                    .text(owner), .text(ProcessIdentity.host), .integer(Int64(ProcessIdentity.pid)),
-                    ProcessIdentity.startTime(of: ProcessIdentity.pid).map { .real($0) } ?? .null,
-                    .real(Date().timeIntervalSince1970),
-                ])
-        } catch {
-            connection.close()
-            throw error
-        }
-        thread = StoreThread(connection: connection, name: "AwesomeCommand durable store")
-        let owner = owner
         let lease = leaseSeconds
         // Leases of this process's running steps renewed every third of the lease.
         thread.every(max(0.01, leaseSeconds / 3)) { connection in

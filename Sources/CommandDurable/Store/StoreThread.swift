@@ -12,7 +12,7 @@ import Foundation
 /// synchronous caller's wake-up right here. A periodic job (lease renewal) runs between batches.
 final class StoreThread: @unchecked Sendable {
     // `@unchecked Sendable`: `pending`, `stopping` and `periodic` are guarded by `condition`; the
-    // connection is touched only by the thread (and by `init` before the thread starts).
+    // connection is made and touched only by the thread.
     private struct Request {
         let write: Bool
         /// Runs the request on the connection; returns whether it threw, and what to call once its batch
@@ -29,17 +29,36 @@ final class StoreThread: @unchecked Sendable {
     /// Signalled once the loop ended and the connection is closed.
     private let finished = DispatchSemaphore(value: 0)
     private var periodic: (every: TimeInterval, next: Date, job: (SQLiteConnection) -> Void)?
-    private let connection: SQLiteConnection
+    /// Opened on the thread, then only touched there.
+    private var connection: SQLiteConnection!
     /// Commits made (for the group-commit figures).
     private let commitCount = Locked(0)
 
-    init(connection: SQLiteConnection, name: String) {
-        self.connection = connection
-        let thread = Thread { [self] in loop() }
+    /// Starts the thread, which opens the connection with `open` (every SQLite call of a store runs on
+    /// its thread, opening included); throws what `open` threw (the thread then ends).
+    init(name: String, open: @escaping @Sendable () throws -> SQLiteConnection) throws {
+        let opened = ResultBox<Void>()
+        let thread = Thread { [self] in
+            Thread.current.threadDictionary[StoreThread.marker] = true
+            do {
+                connection = try open()
+                opened.put(.success(()))
+            } catch {
+                opened.put(.failure(error))
+                finished.signal()
+                return
+            }
+            loop()
+        }
         thread.name = name
         self.thread = thread
         thread.start()
+        try opened.take().get()
     }
+
+    /// Set in the thread dictionary of a store's thread (and of a measurement's own thread): where SQLite
+    /// may be called (checked by `SQLiteConnection` in debug builds).
+    static let marker = "AwesomeCommand.storeThread"
 
     var commits: Int { commitCount.withLock { $0 } }
 
