@@ -139,7 +139,7 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
                         definitions[final].id,
                         DurableError.stepFailed(step: definitions[final].id, message: "it did not run")
                     )
-                let recorded = Self.recordedFailure(of: error, step: step, run: runID)
+                let recorded = RecordedFailure(error, step: step)
                 execution.storage.finishRun(run: runID, state: .failed, error: recorded) { _ in
                     store.ended(runID)
                     result.fail(error)
@@ -181,32 +181,7 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
             result.command.cancel()
         default:
             let failure = stored.failure ?? RecordedFailure(kind: "stepFailed", step: nil, message: "the run failed")
-            result.fail(Self.error(from: failure, run: stored.id))
-        }
-    }
-
-    /// How a failure is recorded (and thrown again after a resume).
-    static func recordedFailure(of error: any Error, step: String, run: String) -> RecordedFailure {
-        switch error as? DurableError {
-        case .workflowChanged(_, let changed)?:
-            return RecordedFailure(kind: "workflowChanged", step: changed, message: "")
-        case .decoding(_, let failedStep, let underlying)?:
-            return RecordedFailure(kind: "decoding", step: failedStep, message: underlying)
-        case .storage(let message)?:
-            return RecordedFailure(kind: "storage", step: step, message: message)
-        case .stepFailed(let failedStep, let message)?:
-            return RecordedFailure(kind: "stepFailed", step: failedStep, message: message)
-        default:
-            return RecordedFailure(kind: "stepFailed", step: step, message: String(describing: error))
-        }
-    }
-
-    static func error(from failure: RecordedFailure, run: String) -> DurableError {
-        switch failure.kind {
-        case "workflowChanged": return .workflowChanged(run: run, step: failure.step ?? "")
-        case "decoding": return .decoding(run: run, step: failure.step, underlying: failure.message)
-        case "storage": return .storage(message: failure.message)
-        default: return .stepFailed(step: failure.step ?? "", message: failure.message)
+            result.fail(failure.error(run: stored.id))
         }
     }
 }

@@ -164,7 +164,7 @@ public final class DurableWorker: Sendable {
         case .failed:
             let (failedStep, error) =
                 execution.firstFailure ?? (step, DurableError.stepFailed(step: step, message: "failed"))
-            let recorded = DurableRun<Int>.recordedFailure(of: error, step: failedStep, run: execution.runID)
+            let recorded = RecordedFailure(error, step: failedStep)
             execution.storage.finishRun(run: execution.runID, state: .failed, error: recorded) { _ in finish() }
         default:
             finish()
@@ -172,7 +172,7 @@ public final class DurableWorker: Sendable {
     }
 
     private func finishFailed(_ run: String, error: any Error, step: String) {
-        let recorded = DurableRun<Int>.recordedFailure(of: error, step: step, run: run)
+        let recorded = RecordedFailure(error, step: step)
         store.storage.finishRun(run: run, state: .failed, error: recorded) { _ in }
     }
 }

@@ -108,10 +108,39 @@ struct StoredRun: Sendable {
 
 /// Why a run failed, as recorded: enough to throw the same `DurableError` again after a resume.
 struct RecordedFailure: Sendable, Equatable {
-    /// `stepFailed`, `workflowChanged`, `decoding`, `storage`, `cancelled`.
+    /// `stepFailed`, `workflowChanged`, `decoding`, `storage`.
     let kind: String
     let step: String?
     let message: String
+
+    init(kind: String, step: String?, message: String) {
+        self.kind = kind
+        self.step = step
+        self.message = message
+    }
+
+    /// How `error`, which failed the run at `step`, is recorded.
+    init(_ error: any Error, step: String) {
+        switch error as? DurableError {
+        case .workflowChanged(_, let changed)?: self.init(kind: "workflowChanged", step: changed, message: "")
+        case .decoding(_, let failedStep, let underlying)?:
+            self.init(kind: "decoding", step: failedStep, message: underlying)
+        case .storage(let message)?: self.init(kind: "storage", step: step, message: message)
+        case .stepFailed(let failedStep, let message)?:
+            self.init(kind: "stepFailed", step: failedStep, message: message)
+        default: self.init(kind: "stepFailed", step: step, message: String(describing: error))
+        }
+    }
+
+    /// The error a later process throws for it (of run `run`).
+    func error(run: String) -> DurableError {
+        switch kind {
+        case "workflowChanged": return .workflowChanged(run: run, step: step ?? "")
+        case "decoding": return .decoding(run: run, step: step, underlying: message)
+        case "storage": return .storage(message: message)
+        default: return .stepFailed(step: step ?? "", message: message)
+        }
+    }
 }
 
 /// The answer to a completion: recorded (false: refused, the claim no longer held the step), and the

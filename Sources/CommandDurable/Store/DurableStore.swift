@@ -166,7 +166,7 @@ public final class DurableStore: Sendable {
                 CommandLogging.log(.info, command: "\(stored.workflow)/\(stored.id)", "resumed")
                 resumed.append(stored.id)
             } catch {
-                let failure = DurableRun<Int>.recordedFailure(of: error, step: "", run: stored.id)
+                let failure = RecordedFailure(error, step: "")
                 let done = DispatchSemaphore(value: 0)
                 storage.finishRun(run: stored.id, state: .failed, error: failure) { _ in done.signal() }
                 done.wait()
