@@ -1,0 +1,195 @@
+import CommandCore
+import Foundation
+
+// Runs: recorded, read, ended, cancelled, listed, pruned (see `SQLiteStorage` for the schema).
+extension SQLiteStorage {
+    func createRun(_ run: NewRun) throws -> CreateRunResult {
+        try wrap {
+            try thread.sync(write: true) { connection -> CreateRunResult in
+                if let existing = try Self.loadRun(run.id, connection) { return .exists(existing) }
+                let now = Self.now
+                try connection.query(
+                    """
+                    INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
+                    VALUES (?, ?, ?, 'running', ?, ?, ?)
+                    """,
+                    [
+                        .text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now),
+                        .text(run.finalStep),
+                    ])
+                for (position, step) in run.steps.enumerated() {
+                    let after = run.after[position].map(String.init).joined(separator: ",")
+                    try connection.query(
+                        "INSERT INTO steps(run_id, step_id, position, state, after) VALUES (?, ?, ?, 'pending', ?)",
+                        [.text(run.id), .text(step), .integer(Int64(position)), .text(after)])
+                }
+                return .created
+            }
+        }
+    }
+
+    func loadRun(_ id: String) throws -> StoredRun? {
+        try wrap { try thread.sync(write: false) { try Self.loadRun(id, $0) } }
+    }
+
+    static func loadRun(_ id: String, _ connection: SQLiteConnection) throws -> StoredRun? {
+        guard
+            let row = try connection.query(
+                """
+                SELECT workflow, input, state, cancel_requested, error, error_kind, error_step, final_step
+                FROM runs WHERE id = ?
+                """, [.text(id)]
+            ).first
+        else { return nil }
+        let steps = try connection.query(
+            "SELECT step_id FROM steps WHERE run_id = ? ORDER BY position", [.text(id)]
+        ).compactMap { $0[0].string }
+        return StoredRun(
+            id: id, workflow: row[0].string ?? "", input: row[1].data ?? Data(),
+            state: DurableRunState(rawValue: row[2].string ?? "") ?? .running, cancelRequested: row[3].int == 1,
+            failure: row[5].string.map {
+                RecordedFailure(kind: $0, step: row[6].string, message: row[4].string ?? "")
+            }, finalStep: row[7].string ?? "", steps: steps)
+    }
+
+    func unfinishedRuns() throws -> [StoredRun] {
+        try wrap {
+            try thread.sync(write: false) { connection in
+                try connection.query(
+                    "SELECT id FROM runs WHERE state IN ('pending', 'running') ORDER BY created"
+                ).compactMap { row in try row[0].string.flatMap { try Self.loadRun($0, connection) } }
+            }
+        }
+    }
+
+    func finishRun(
+        run: String, state: DurableRunState, error: RecordedFailure?,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        thread.submit(
+            write: true,
+            { connection in
+                try connection.query(
+                    """
+                    UPDATE runs SET state = ?, updated = ?, error = ?, error_kind = ?, error_step = ?
+                    WHERE id = ? AND state IN ('pending', 'running')
+                    """,
+                    [
+                        .text(state.rawValue), .real(Self.now), error.map { .text($0.message) } ?? .null,
+                        error.map { .text($0.kind) } ?? .null, error?.step.map { .text($0) } ?? .null, .text(run),
+                    ])
+                if state.isEnded {
+                    try connection.query(
+                        """
+                        UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?
+                        WHERE run_id = ? AND state IN ('pending', 'running')
+                        """, [.real(Self.now), .text(run)])
+                }
+            }, completion: completion)
+    }
+
+    func requestCancel(run: String) throws -> Bool {
+        try wrap { try thread.sync(write: true) { try Self.cancel(run: run, $0) } }
+    }
+
+    func requestCancel(run: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
+        thread.submit(write: true, { try Self.cancel(run: run, $0) }, completion: completion)
+    }
+
+    func stepValue(run: String, step: String, completion: @escaping @Sendable (Result<Data?, any Error>) -> Void) {
+        thread.submit(
+            write: false,
+            { connection -> Data? in
+                try connection.query(
+                    "SELECT value FROM steps WHERE run_id = ? AND step_id = ? AND state = 'completed'",
+                    [.text(run), .text(step)]
+                ).first?.first?.data
+            }, completion: completion)
+    }
+
+    static func cancel(run: String, _ connection: SQLiteConnection) throws -> Bool {
+        try connection.query(
+            """
+            UPDATE runs SET cancel_requested = 1, state = 'cancelled', updated = ?, error = NULL
+            WHERE id = ? AND state IN ('pending', 'running')
+            """, [.real(now), .text(run)])
+        let changed = connection.changes > 0
+        try connection.query(
+            """
+            UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?
+            WHERE run_id = ? AND state IN ('pending', 'running')
+            """, [.real(now), .text(run)])
+        return changed
+    }
+
+    func cancelRequested(among runs: [String], completion: @escaping @Sendable ([String]) -> Void) {
+        guard !runs.isEmpty else { return completion([]) }
+        thread.submit(
+            write: false,
+            { connection in
+                try runs.filter { id in
+                    try connection.query("SELECT cancel_requested FROM runs WHERE id = ?", [.text(id)]).first?.first?
+                        .int
+                        == 1
+                }
+            }, completion: { result in completion((try? result.get()) ?? []) })
+    }
+
+    func records(_ filter: DurableRunFilter) throws -> [DurableRunRecord] {
+        try wrap {
+            try thread.sync(write: false) { connection in
+                let (condition, bindings): (String, [SQLiteValue]) =
+                    switch filter {
+                    case .all: ("", [])
+                    case .unfinished: ("WHERE state IN ('pending', 'running')", [])
+                    case .state(let state): ("WHERE state = ?", [.text(state.rawValue)])
+                    case .workflow(let name): ("WHERE workflow = ?", [.text(name)])
+                    }
+                return try connection.query(
+                    "SELECT id, workflow, state, created, updated, error FROM runs \(condition) ORDER BY created, id",
+                    bindings
+                ).map { row in
+                    let id = row[0].string ?? ""
+                    let steps = try connection.query(
+                        """
+                        SELECT step_id, state, attempt, error, error_type, started, ended, next_attempt_at FROM steps
+                        WHERE run_id = ? ORDER BY position
+                        """, [.text(id)]
+                    ).map { step in
+                        DurableStepRecord(
+                            id: step[0].string ?? "",
+                            state: DurableRunState(rawValue: step[1].string ?? "") ?? .pending,
+                            attempts: Int(step[2].int ?? 0),
+                            lastError: step[3].string.map { message in
+                                step[4].string.map { "\(message) (\($0))" } ?? message
+                            },
+                            started: step[5].double.map(Date.init(timeIntervalSince1970:)),
+                            ended: step[6].double.map(Date.init(timeIntervalSince1970:)),
+                            nextAttempt: step[7].double.map(Date.init(timeIntervalSince1970:)))
+                    }
+                    return DurableRunRecord(
+                        id: id, workflow: row[1].string ?? "",
+                        state: DurableRunState(rawValue: row[2].string ?? "") ?? .running,
+                        created: Date(timeIntervalSince1970: row[3].double ?? 0),
+                        updated: Date(timeIntervalSince1970: row[4].double ?? 0), steps: steps, error: row[5].string)
+                }
+            }
+        }
+    }
+
+    func prune(endedBefore date: Date) throws -> Int {
+        try wrap {
+            try thread.sync(write: true) { connection -> Int in
+                let before = SQLiteValue.real(date.timeIntervalSince1970)
+                try connection.query(
+                    """
+                    DELETE FROM steps WHERE run_id IN (SELECT id FROM runs
+                        WHERE state IN ('completed', 'failed', 'cancelled') AND updated < ?)
+                    """, [before])
+                try connection.query(
+                    "DELETE FROM runs WHERE state IN ('completed', 'failed', 'cancelled') AND updated < ?", [before])
+                return connection.changes
+            }
+        }
+    }
+}

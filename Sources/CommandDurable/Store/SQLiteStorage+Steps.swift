@@ -1,0 +1,148 @@
+import CommandCore
+import Foundation
+
+// Steps: claimed (with the owner's liveness), completed (claiming what it makes ready), failed; every
+// write fenced by the claim's attempt and owner.
+extension SQLiteStorage {
+    func claim(
+        run: String, step: String, position: Int,
+        completion: @escaping @Sendable (Result<ClaimResult, any Error>) -> Void
+    ) {
+        let owner = owner
+        let lease = leaseSeconds
+        thread.submit(
+            write: true, hop: false,
+            { connection -> ClaimResult in
+                let now = Self.now
+                guard
+                    let runRow = try connection.query(
+                        "SELECT state, cancel_requested FROM runs WHERE id = ?", [.text(run)]
+                    ).first
+                else { throw DurableError.storage(message: "run '\(run)' is not in the store") }
+                if runRow[1].int == 1 || runRow[0].string == DurableRunState.cancelled.rawValue { return .runCancelled }
+                var row = try connection.query(
+                    """
+                    SELECT state, attempt, failures, owner, lease_until, value, error, next_attempt_at
+                    FROM steps WHERE run_id = ? AND step_id = ?
+                    """, [.text(run), .text(step)]
+                ).first
+                if row == nil {
+                    // A step the workflow makes now and did not when the run was recorded.
+                    try connection.query(
+                        "INSERT INTO steps(run_id, step_id, position, state) VALUES (?, ?, ?, 'pending')",
+                        [.text(run), .text(step), .integer(Int64(position))])
+                    row = [.text("pending"), .integer(0), .integer(0), .null, .null, .null, .null, .null]
+                }
+                let fields = row!
+                let attempt = Int(fields[1].int ?? 0)
+                let failures = Int(fields[2].int ?? 0)
+                var tookOver = false
+                switch fields[0].string ?? "" {
+                case "completed":
+                    return .recorded(fields[5].data)
+                case "failed":
+                    return .failed(message: fields[6].string ?? "failed")
+                case "cancelled":
+                    return .runCancelled
+                case "running":
+                    let holder = fields[3].string ?? ""
+                    let until = fields[4].double ?? 0
+                    if until >= now && !Self.isDead(owner: holder, connection) {
+                        return .held(until: Date(timeIntervalSince1970: until))
+                    }
+                    tookOver = true
+                default:
+                    if let next = fields[7].double, next > now { return .notBefore(Date(timeIntervalSince1970: next)) }
+                }
+                try connection.query(
+                    """
+                    UPDATE steps SET state = 'running', owner = ?, lease_until = ?, attempt = attempt + 1,
+                        started = ?, next_attempt_at = NULL WHERE run_id = ? AND step_id = ?
+                    """, [.text(owner), .real(now + lease), .real(now), .text(run), .text(step)])
+                return .claimed(attempt: attempt + 1, failures: failures, tookOver: tookOver)
+            }, completion: completion)
+    }
+
+    /// An owner on this host whose process is gone (or whose pid now belongs to a later process).
+    /// Another host's owner is judged by its leases only.
+    static func isDead(owner: String, _ connection: SQLiteConnection) -> Bool {
+        guard
+            let row = try? connection.query("SELECT host, pid, process_start FROM owners WHERE id = ?", [.text(owner)])
+                .first
+        else { return true }
+        guard row[0].string == ProcessIdentity.host, let pid = row[1].int else { return false }
+        return !ProcessIdentity.isAlive(pid: Int32(pid), startTime: row[2].double)
+    }
+
+    func complete(
+        run: String, step: String, attempt: Int, value: Data?, claiming next: [(step: String, position: Int)],
+        completion: @escaping @Sendable (Result<CompleteResult, any Error>) -> Void
+    ) {
+        let owner = owner
+        let lease = leaseSeconds
+        thread.submit(
+            write: true, hop: false,
+            { connection -> CompleteResult in
+                let now = Self.now
+                try connection.query(
+                    """
+                    UPDATE steps SET state = 'completed', value = ?, ended = ?, owner = NULL, lease_until = NULL
+                    WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ? AND state = 'running'
+                    """,
+                    [
+                        value.map { .blob($0) } ?? .null, .real(now), .text(run), .text(step),
+                        .integer(Int64(attempt)), .text(owner),
+                    ])
+                guard connection.changes == 1 else { return CompleteResult(recorded: false, claimed: [:]) }
+                // The steps made ready by this one, claimed in the same transaction (a chain's next step
+                // needs no claim of its own): only pending ones with no backoff left, of a run not cancelled.
+                var claimed: [String: (attempt: Int, failures: Int)] = [:]
+                for candidate in next {
+                    try connection.query(
+                        """
+                        UPDATE steps SET state = 'running', owner = ?, lease_until = ?, attempt = attempt + 1,
+                            started = ?, next_attempt_at = NULL
+                        WHERE run_id = ? AND step_id = ? AND state = 'pending'
+                            AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+                            AND NOT EXISTS (SELECT 1 FROM runs WHERE id = ? AND cancel_requested = 1)
+                        """,
+                        [
+                            .text(owner), .real(now + lease), .real(now), .text(run), .text(candidate.step), .real(now),
+                            .text(run),
+                        ])
+                    guard connection.changes == 1,
+                        let row = try connection.query(
+                            "SELECT attempt, failures FROM steps WHERE run_id = ? AND step_id = ?",
+                            [.text(run), .text(candidate.step)]
+                        ).first
+                    else { continue }
+                    claimed[candidate.step] = (Int(row[0].int ?? 1), Int(row[1].int ?? 0))
+                }
+                return CompleteResult(recorded: true, claimed: claimed)
+            }, completion: completion)
+    }
+
+    func fail(
+        run: String, step: String, attempt: Int, error: String, errorType: String, retryAt: Date?,
+        completion: @escaping @Sendable (Result<Bool, any Error>) -> Void
+    ) {
+        let owner = owner
+        thread.submit(
+            write: true, hop: false,
+            { connection -> Bool in
+                try connection.query(
+                    """
+                    UPDATE steps SET state = ?, failures = failures + 1, error = ?, error_type = ?,
+                        next_attempt_at = ?, ended = ?, owner = NULL, lease_until = NULL
+                    WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ? AND state = 'running'
+                    """,
+                    [
+                        .text(retryAt == nil ? "failed" : "pending"), .text(error), .text(errorType),
+                        retryAt.map { .real($0.timeIntervalSince1970) } ?? .null,
+                        .real(Self.now), .text(run), .text(step), .integer(Int64(attempt)),
+                        .text(owner),
+                    ])
+                return connection.changes == 1
+            }, completion: completion)
+    }
+}
