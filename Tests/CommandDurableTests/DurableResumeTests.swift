@@ -288,20 +288,7 @@ import Testing
         static let name = "flaky"
         static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
             flow.step("flaky", retry: .attempts(3, backoff: .constant(.seconds(3_600)))) { context in
-                Command<Int> { result in
-                    Probe.counter.hit("\(input)/flaky")
-                    let fail = Probe.failuresLeft.withLock { left -> Bool in
-                        let remaining = left[input, default: 0]
-                        left[input] = remaining - 1
-                        return remaining > 0
-                    }
-                    if fail {
-                        result.fail(TestFailure(message: "attempt \(context.attempt)"))
-                    } else {
-                        result.succeed(context.attempt)
-                    }
-                    return nil
-                }
+                Probe.flaky(input, context)
             }
         }
     }

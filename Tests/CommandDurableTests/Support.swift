@@ -34,6 +34,24 @@ enum Probe {
     /// Failures left, by step id.
     static let failuresLeft = Locked<[String: Int]>([:])
 
+    /// A step that fails while `failuresLeft[input]` lasts ("flaky attempt <n>"), then sends its attempt.
+    static func flaky(_ input: String, _ context: StepContext) -> Command<Int> {
+        Command<Int> { result in
+            counter.hit("\(input)/flaky")
+            let fail = failuresLeft.withLock { left -> Bool in
+                let remaining = left[input, default: 0]
+                left[input] = remaining - 1
+                return remaining > 0
+            }
+            if fail {
+                result.fail(TestFailure(message: "flaky attempt \(context.attempt)"))
+            } else {
+                result.succeed(context.attempt)
+            }
+            return nil
+        }
+    }
+
     static func value(_ step: String, _ value: Int) -> Command<Int> {
         Command<Int> { result in
             counter.hit(step)
