@@ -75,6 +75,17 @@ import Testing
         }
     }
 
+    /// Waits (without blocking a thread, up to the checkpoint's generous bound) until the log at `path`
+    /// says `shows`: true when it did.
+    static func logShows(_ path: String, _ shows: @escaping @Sendable ([LogLine]) -> Bool) async -> Bool {
+        let seen = Checkpoint()
+        Task {
+            while !shows(readLog(path)) { try? await Task.sleep(nanoseconds: 1_000_000) }
+            seen.fulfill()
+        }
+        return await seen.wait()
+    }
+
     static func readLog(_ path: String) -> [LogLine] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { line in
@@ -187,14 +198,7 @@ import Testing
         let first = try Child(store: store, log: log, seed: 3)
         let second = try Child(store: store, log: log, seed: 4)
         // Kill the first once it has started a step of the fan-out (or a later one).
-        let fanningOut = Checkpoint()
-        Task {
-            while !Self.readLog(log).contains(where: { $0.start && $0.step.hasPrefix("kill/f") }) {
-                try? await Task.sleep(nanoseconds: 2_000_000)
-            }
-            fanningOut.fulfill()
-        }
-        #expect(await fanningOut.wait())
+        #expect(await Self.logShows(log) { $0.contains { $0.start && $0.step.hasPrefix("kill/f") } })
         first.kill()
         _ = await first.exitCode()
         #expect(await second.exitCode() == 0)
@@ -227,12 +231,7 @@ import Testing
         try DurableStore(path: store).close()
         // Steps of 300 ms: the run lasts seconds, so the cancel finds it running however slow this machine is.
         let worker = try Child(store: store, log: log, seed: 5, leaseMilliseconds: 600, stepMilliseconds: 300)
-        let started = Checkpoint()
-        Task {
-            while Self.readLog(log).isEmpty { try? await Task.sleep(nanoseconds: 2_000_000) }
-            started.fulfill()
-        }
-        #expect(await started.wait())
+        #expect(await Self.logShows(log) { !$0.isEmpty })
         let canceller = try DurableStore(path: store)
         try canceller.cancel(runID: "kill")
         #expect(await worker.exitCode() == 3, "\(worker.printed)")
@@ -249,14 +248,7 @@ import Testing
         try DurableStore(path: store).close()
         // Steps of 100 ms: it is in the middle of its run when stopped, however slow this machine is.
         let stalled = try Child(store: store, log: log, seed: 6, leaseMilliseconds: 300, stepMilliseconds: 100)
-        let started = Checkpoint()
-        Task {
-            while !Self.readLog(log).contains(where: { $0.start && $0.step == "kill/c2" }) {
-                try? await Task.sleep(nanoseconds: 1_000_000)
-            }
-            started.fulfill()
-        }
-        #expect(await started.wait())
+        #expect(await Self.logShows(log) { $0.contains { $0.start && $0.step == "kill/c2" } })
         _ = Foundation.kill(stalled.process.processIdentifier, SIGSTOP)
         let other = try Child(store: store, log: log, seed: 7, leaseMilliseconds: 300)
         #expect(await other.exitCode() == 0)

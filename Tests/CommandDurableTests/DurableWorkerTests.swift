@@ -106,17 +106,12 @@ import Testing
             store: store, log: log, seed: 8, runs: count, stepMilliseconds: 50, environment: mode)
         let second = try DurableKillTests.Child(
             store: store, log: log, seed: 9, runs: count, stepMilliseconds: 50, environment: mode)
-        let bothWorking = Checkpoint()
         let firstPid = first.process.processIdentifier, secondPid = second.process.processIdentifier
-        Task {
-            while true {
-                let pids = Set(DurableKillTests.readLog(log).filter(\.start).map(\.pid))
-                if pids.contains(firstPid) && pids.contains(secondPid) { break }
-                try? await Task.sleep(nanoseconds: 2_000_000)
-            }
-            bothWorking.fulfill()
-        }
-        #expect(await bothWorking.wait())
+        #expect(
+            await DurableKillTests.logShows(log) { lines in
+                let pids = Set(lines.filter(\.start).map(\.pid))
+                return pids.contains(firstPid) && pids.contains(secondPid)
+            })
         first.kill()
         for run in runs { #expect(try await run.value == 145) }
         #expect(await second.exitCode() == 0, "\(second.printed)")
