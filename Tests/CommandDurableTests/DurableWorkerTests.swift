@@ -15,7 +15,7 @@ import Testing
         #expect(Probe.counter.count("enqueued/sum") == 0)  // nothing runs where it was enqueued
         let host = try DurableStore(path: folder.file())
         try host.register(Sum.self)
-        let worker = host.work(concurrency: 2)
+        let worker = try host.work(concurrency: 2)
         #expect(try await run.value == 5)
         await worker.stop()
         #expect(worker.running == 0)
@@ -34,10 +34,10 @@ import Testing
         let run = try web.enqueue(Sum.self, id: "e2", input: .init(tag: "unregistered-worker"))
         let stranger = try DurableStore(path: folder.file())
         try stranger.register(DurableRuleTests.Flaky.self)
-        let idle = stranger.work()
+        let idle = try stranger.work()
         let host = try DurableStore(path: folder.file())
         try host.register(Sum.self)
-        let worker = host.work()
+        let worker = try host.work()
         #expect(try await run.value == 5)
         await idle.stop()
         await worker.stop()
@@ -54,7 +54,7 @@ import Testing
         let run = try web.enqueue(DurableRuleTests.Flaky.self, id: "f", input: "worker-fails")
         let host = try DurableStore(path: folder.file())
         try host.register(DurableRuleTests.Flaky.self)
-        let worker = host.work()
+        let worker = try host.work()
         do {
             _ = try await run.value
             Issue.record("the run did not fail")

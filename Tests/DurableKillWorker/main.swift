@@ -20,7 +20,7 @@ if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {
         let store = try DurableStore(
             path: Worker.arguments[1], durability: .normal, lease: .milliseconds(Worker.leaseMilliseconds))
         try store.register(KillTest.self)
-        let worker = store.work(concurrency: 4)
+        let worker = try store.work(concurrency: 4)
         while try store.runs().count < Worker.runs || !store.runs(.unfinished).isEmpty {
             try await Task.sleep(nanoseconds: 20_000_000)
         }

@@ -23,42 +23,16 @@ struct SQLiteError: Error, CustomStringConvertible {
     var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
 }
 
-/// A value bound to, or read from, a statement.
-enum SQLiteValue: Sendable, Equatable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case blob(Data)
-
-    var int: Int64? { if case .integer(let value) = self { return value } else { return nil } }
-    var double: Double? {
-        switch self {
-        case .real(let value): return value
-        case .integer(let value): return Double(value)
-        default: return nil
-        }
-    }
-    var string: String? { if case .text(let value) = self { return value } else { return nil } }
-    var data: Data? {
-        switch self {
-        case .blob(let value): return value
-        case .text(let value): return Data(value.utf8)
-        default: return nil
-        }
-    }
-}
-
 /// One SQLite connection, used by one thread at a time (the store's own thread): not `Sendable`.
 /// Prepared statements are kept by their text and reused.
-final class SQLiteConnection {
+final class SQLiteConnection: SQLDatabase {
     private var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
     let path: String
 
     /// Opens (creating if missing) the database at `path` (`":memory:"` for one in memory).
     init(path: String) throws {
-        Self.checkThread()
+        StoreThread.checkThread()
         self.path = path
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -87,7 +61,7 @@ final class SQLiteConnection {
 
     /// Runs `sql` (one or more statements, no parameters, rows ignored).
     func execute(_ sql: String) throws {
-        Self.checkThread()
+        StoreThread.checkThread()
         var error: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(handle, sql, nil, nil, &error)
         if status != SQLITE_OK {
@@ -99,8 +73,8 @@ final class SQLiteConnection {
 
     /// Runs one statement with `bindings`; returns its rows (each row's columns in order).
     @discardableResult
-    func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
-        Self.checkThread()
+    func query(_ sql: String, _ bindings: [SQLValue]) throws -> [[SQLValue]] {
+        StoreThread.checkThread()
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -121,13 +95,13 @@ final class SQLiteConnection {
             }
             guard status == SQLITE_OK else { throw failure() }
         }
-        var rows: [[SQLiteValue]] = []
+        var rows: [[SQLValue]] = []
         while true {
             let status = sqlite3_step(statement)
             if status == SQLITE_DONE { break }
             guard status == SQLITE_ROW else { throw failure() }
             let count = sqlite3_column_count(statement)
-            var row: [SQLiteValue] = []
+            var row: [SQLValue] = []
             row.reserveCapacity(Int(count))
             for column in 0..<count { row.append(value(statement, column)) }
             rows.append(row)
@@ -135,17 +109,11 @@ final class SQLiteConnection {
         return rows
     }
 
-    /// Debug builds: SQLite is called only on a thread of its own (a store's thread, or a measurement's),
-    /// never on a command's queue, the Dispatch pool or the concurrency pool.
-    @inline(__always)
-    private static func checkThread() {
-        assert(
-            Thread.current.threadDictionary["AwesomeCommand.storeThread"] != nil,
-            "SQLite called outside a store's own thread (\(Thread.current))")
-    }
-
     /// Rows changed by the last statement.
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// A file's connection is never lost.
+    var isLost: Bool { false }
 
     private func prepared(_ sql: String) throws -> OpaquePointer {
         if let statement = statements[sql] { return statement }
@@ -157,7 +125,7 @@ final class SQLiteConnection {
         return statement
     }
 
-    private func value(_ statement: OpaquePointer, _ column: Int32) -> SQLiteValue {
+    private func value(_ statement: OpaquePointer, _ column: Int32) -> SQLValue {
         switch sqlite3_column_type(statement, column) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, column))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, column))

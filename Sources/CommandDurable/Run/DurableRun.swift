@@ -61,32 +61,33 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
         case .live(let steps, let final, let execution):
             return runLive(steps: steps, final: final, execution: execution, result)
         case .awaiting(_, let codec):
-            let waiting = Locked<(any Cancelable)?>(nil)
-            awaitRecordedEnd(codec: codec, result, waiting)
-            return BlockCancelable { [store, id] in
-                waiting.withLock { $0 }?.cancel()
-                store.recordCancel(id)
+            // Read at once, when the store tells of this run's end (from any process sharing a server's
+            // store), and at the backstop's pace otherwise.
+            let poller = Poller(backstop: store.storage.backstop)
+            let subscription = store.storage.feed.subscribe { [id] change in
+                if change == .ended(run: id) { poller.poke() }
             }
-        }
-    }
-
-    /// Reads the run's record until it ended (a worker recorded it), then delivers it.
-    private func awaitRecordedEnd(
-        codec: StepCodec, _ result: CommandResult<Output>, _ waiting: Locked<(any Cancelable)?>
-    ) {
-        store.storage.runState(id) { [self] answer in
-            if result.isCancelled { return }
-            switch answer {
-            case .failure(let error):
-                result.fail(StepCommand.storageError(error))
-            case .success(let stored?) where stored.state.isEnded:
-                deliverRecorded(stored, codec: codec, result)
-            case .success:
-                let interval = Duration(clampingSeconds: min(max(store.storage.leaseSeconds / 3, 0.02), 0.5))
-                let token = DispatchScheduler.shared.schedule(after: interval) { [self] in
-                    awaitRecordedEnd(codec: codec, result, waiting)
+            poller.start { [self] done in
+                store.storage.runState(id) { [self] answer in
+                    defer { done() }
+                    if result.isCancelled { return poller.stop() }
+                    switch answer {
+                    case .failure(let error):
+                        poller.stop()
+                        result.fail(StepCommand.storageError(error))
+                    case .success(let stored?) where stored.state.isEnded:
+                        poller.stop()
+                        subscription.cancel()
+                        deliverRecorded(stored, codec: codec, result)
+                    case .success:
+                        break
+                    }
                 }
-                waiting.withLock { $0 = token }
+            }
+            return BlockCancelable { [store, id] in
+                poller.stop()
+                subscription.cancel()
+                store.recordCancel(id)
             }
         }
     }

@@ -13,9 +13,11 @@ import Foundation
 /// in several processes. The worker that records a run's final step records the run's end; a step that
 /// fails for good fails the run.
 ///
-/// **Threads.** It looks for ready steps when a step of its own ends, and every 50 ms otherwise (the
-/// backstop); the store's answers arrive on the store's thread or a global queue; each step's command runs
-/// on its own queue. **Stop:** ``stop()`` claims nothing more and returns once the steps it runs have
+/// **Threads.** It looks for ready steps when a step of its own ends and when the store tells it that
+/// steps became ready (a server's store tells every process: PostgreSQL's `LISTEN`/`NOTIFY`; SQLite's,
+/// this process only), and otherwise as a backstop: every 50 ms on SQLite, a third of the lease (50 ms
+/// to 1 s) on a server. The store's answers arrive on the store's thread or a global queue; each step's
+/// command runs on its own queue. **Stop:** ``stop()`` claims nothing more and returns once the steps it runs have
 /// ended and been recorded. A run cancelled from any process has its steps here cancelled at the next
 /// look.
 public final class DurableWorker: Sendable {
@@ -23,20 +25,25 @@ public final class DurableWorker: Sendable {
         var inFlight: [String: StepCommand] = [:]
         var stopping = false
         var waiters: [CheckedContinuation<Void, Never>] = []
-        var polling = false
-        var pollAgain = false
-        var timer: (any Cancelable)?
     }
 
     private let store: DurableStore
     private let concurrency: Int
-    // Guards the steps running, the stop flag and its waiters, the poll's flags and its timer.
+    // Guards the steps running, the stop flag and its waiters.
     private let state = Locked(State())
+    private let poller: Poller
+    private let subscription = Locked<(any Cancelable)?>(nil)
 
     init(store: DurableStore, concurrency: Int) {
         self.store = store
         self.concurrency = concurrency
-        poll()
+        poller = Poller(backstop: store.storage.backstop)
+        let token = store.storage.feed.subscribe { [weak self] change in self?.changed(change) }
+        subscription.withLock { $0 = token }
+        poller.start { [weak self] done in
+            guard let self else { return done() }
+            look(done)
+        }
     }
 
     /// How many steps it runs now.
@@ -44,34 +51,40 @@ public final class DurableWorker: Sendable {
 
     /// Claims nothing more; returns once the steps it runs have ended (and been recorded).
     public func stop() async {
+        poller.stop()
+        subscription.withLock { token in
+            defer { token = nil }
+            return token
+        }?.cancel()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let (done, timer) = state.withLock { state -> (Bool, (any Cancelable)?) in
+            let done = state.withLock { state -> Bool in
                 state.stopping = true
-                defer { state.timer = nil }
-                if state.inFlight.isEmpty { return (true, state.timer) }
+                if state.inFlight.isEmpty { return true }
                 state.waiters.append(continuation)
-                return (false, state.timer)
+                return false
             }
-            timer?.cancel()
             if done { continuation.resume() }
         }
     }
 
-    private func poll() {
-        let go = state.withLock { state -> Bool in
-            if state.stopping { return false }
-            if state.polling {
-                state.pollAgain = true
-                return false
-            }
-            state.polling = true
-            return true
+    private func changed(_ change: StoreChange) {
+        switch change {
+        case .ready, .ended: poller.poke()
+        case .cancelled(let run):
+            let doomed = state.withLock { state in state.inFlight.values.filter { $0.runID == run } }
+            for command in doomed { command.cancel() }
         }
-        guard go else { return }
-        let (busy, free, runs) = state.withLock { state in
-            (Set(state.inFlight.keys), concurrency - state.inFlight.count, Set(state.inFlight.values.map(\.runID)))
+    }
+
+    /// One look: cancels the steps of runs cancelled by any process, then claims what is ready.
+    private func look(_ done: @escaping @Sendable () -> Void) {
+        let (stopping, busy, free, runs) = state.withLock { state in
+            (
+                state.stopping, Set(state.inFlight.keys), concurrency - state.inFlight.count,
+                Set(state.inFlight.values.map(\.runID))
+            )
         }
-        // Steps of runs cancelled by any process: cancelled here.
+        if stopping { return done() }
         store.storage.cancelRequested(among: Array(runs)) { [self] cancelled in
             guard !cancelled.isEmpty else { return }
             let doomed = state.withLock { state in state.inFlight.values.filter { cancelled.contains($0.runID) } }
@@ -79,24 +92,8 @@ public final class DurableWorker: Sendable {
         }
         store.storage.readySteps(workflows: store.registeredNames, excluding: busy, limit: free) { [self] answer in
             for ready in (try? answer.get()) ?? [] { start(ready) }
-            let again = state.withLock { state -> Bool in
-                state.polling = false
-                defer { state.pollAgain = false }
-                return state.pollAgain
-            }
-            if again { poll() } else { scheduleNextPoll() }
+            done()
         }
-    }
-
-    private func scheduleNextPoll() {
-        let token = DispatchScheduler.shared.schedule(after: .milliseconds(50)) { [weak self] in self?.poll() }
-        let stale = state.withLock { state -> Bool in
-            if state.stopping { return true }
-            state.timer?.cancel()
-            state.timer = token
-            return false
-        }
-        if stale { token.cancel() }
     }
 
     private func start(_ ready: ReadyStep) {
@@ -155,7 +152,7 @@ public final class DurableWorker: Sendable {
                 return state.waiters
             }
             for waiter in waiters { waiter.resume() }
-            poll()
+            poller.poke()
         }
         switch ending {
         case .completed where isFinal:

@@ -4,7 +4,7 @@ import Foundation
 package enum DurableMeasurements {
     /// Runs `sql` on the store's own connection (tests: `PRAGMA max_page_count` for a full disk).
     package static func execute(_ sql: String, on store: DurableStore) throws {
-        try (store.storage as? SQLiteStorage)?.execute(sql)
+        try (store.storage as? SQLStorage)?.execute(sql)
     }
 
     /// Commits the store's thread made so far.

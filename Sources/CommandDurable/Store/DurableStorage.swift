@@ -66,6 +66,20 @@ protocol DurableStorage: AnyObject, Sendable {
     func runState(_ id: String, completion: @escaping @Sendable (Result<StoredRun?, any Error>) -> Void)
     /// Stops the store's thread.
     func close()
+    /// What changed, told to this process's subscribers.
+    var feed: ChangeFeed { get }
+    /// Whether every process sharing the store is told (a server's notifications), not only this one:
+    /// then polls are only a slow backstop.
+    var notifiesEveryProcess: Bool { get }
+}
+
+extension DurableStorage {
+    /// How often a worker or an enqueued run looks at the store when nothing told it to: 50 ms when
+    /// other processes' changes are not announced; otherwise a third of the lease (it finds steps whose
+    /// lease expired), between 50 ms and 1 s.
+    var backstop: Duration {
+        notifiesEveryProcess ? Duration(clampingSeconds: min(max(leaseSeconds / 3, 0.05), 1)) : .milliseconds(50)
+    }
 }
 
 /// A run to record.

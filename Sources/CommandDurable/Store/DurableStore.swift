@@ -49,7 +49,7 @@ public final class DurableStore: Sendable {
         throws
     {
         try self.init(
-            storage: SQLiteStorage(path: path, durability: durability, leaseSeconds: max(0.03, lease.inSeconds)))
+            storage: SQLStorage(path: path, durability: durability, leaseSeconds: max(0.03, lease.inSeconds)))
     }
 
     /// Opens the store at `url` (a file URL), creating it if missing; see ``init(path:durability:lease:)``.
@@ -67,6 +67,11 @@ public final class DurableStore: Sendable {
     init(storage: any DurableStorage) {
         self.storage = storage
         armCancelPoll()
+    }
+
+    /// A store on `storage` (another module's database: `CommandDurablePostgres`).
+    package convenience init(sql storage: SQLStorage) {
+        self.init(storage: storage as any DurableStorage)
     }
 
     deinit { close() }
@@ -195,7 +200,9 @@ public final class DurableStore: Sendable {
 
     /// Records a run of `workflow` for the workers (``work(concurrency:)``, in this process or another
     /// sharing the store) and returns it without running anything here: the run's value arrives once a
-    /// worker recorded its end (read from the store every third of the lease, at most every half second).
+    /// worker recorded its end (read from the store when the store tells of it: at once from any process
+    /// on a server's store, from this process on SQLite's; otherwise every 50 ms on SQLite, every third
+    /// of the lease between 50 ms and 1 s on a server).
     /// `ifExists` as for ``start(_:id:input:ifExists:)``.
     public func enqueue<W: DurableWorkflow>(
         _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
@@ -225,8 +232,13 @@ public final class DurableStore: Sendable {
     /// Starts a worker: it claims, from any run recorded in this store, the steps of the workflows this
     /// process registered whose earlier steps are recorded completed, and runs up to `concurrency` of
     /// them at once, until ``DurableWorker/stop()``. See ``DurableWorker``.
-    public func work(concurrency: Int = 4) -> DurableWorker {
-        DurableWorker(store: self, concurrency: max(1, concurrency))
+    ///
+    /// - Throws: ``DurableError/storage(message:)`` once the store was closed.
+    public func work(concurrency: Int = 4) throws -> DurableWorker {
+        guard cancelPoll.withLock({ $0.open }) else {
+            throw DurableError.storage(message: "the store was closed: open it again to work its runs")
+        }
+        return DurableWorker(store: self, concurrency: max(1, concurrency))
     }
 
     // MARK: Internals

@@ -2,8 +2,9 @@ import CommandCore
 import Dispatch
 import Foundation
 
-/// The store's own thread: every SQLite call of a store runs here, never on a command's queue, the
-/// Dispatch pool or the concurrency pool (a `FULL` commit waits for the disk).
+/// The store's own thread: every database call of a store runs here, never on a command's queue, the
+/// Dispatch pool or the concurrency pool (a `FULL` commit waits for the disk; a server's answer waits for
+/// the network).
 ///
 /// Group commit: the thread takes every request waiting and writes them in one `BEGIN IMMEDIATE ...
 /// COMMIT` (each inside a savepoint, so one request's failure undoes that request only); while one commit
@@ -15,9 +16,11 @@ final class StoreThread: @unchecked Sendable {
     // connection is made and touched only by the thread.
     private struct Request {
         let write: Bool
+        /// A synchronous caller's: abandoned when the connection is not back by then.
+        let deadline: Date?
         /// Runs the request on the connection; returns whether it threw, and what to call once its batch
         /// ended (with the commit's failure, which replaces the request's own result).
-        let perform: (SQLiteConnection) -> (threw: Bool, finish: (_ commitError: (any Error)?) -> Void)
+        let perform: (any SQLDatabase) -> (threw: Bool, finish: (_ commitError: (any Error)?) -> Void)
         /// Fails the request without running it.
         let abandon: (any Error) -> Void
     }
@@ -28,15 +31,25 @@ final class StoreThread: @unchecked Sendable {
     private var thread: Thread?
     /// Signalled once the loop ended and the connection is closed.
     private let finished = DispatchSemaphore(value: 0)
-    private var periodic: (every: TimeInterval, next: Date, job: (SQLiteConnection) -> Void)?
+    private var periodic: (every: TimeInterval, next: Date, job: (any SQLDatabase) -> Void)?
     /// Opened on the thread, then only touched there.
-    private var connection: SQLiteConnection!
+    private var connection: (any SQLDatabase)!
+    private let open: @Sendable () throws -> any SQLDatabase
+    private let begin: String
+    private let patience: TimeInterval
     /// Commits made (for the group-commit figures).
     private let commitCount = Locked(0)
 
-    /// Starts the thread, which opens the connection with `open` (every SQLite call of a store runs on
-    /// its thread, opening included); throws what `open` threw (the thread then ends).
-    init(name: String, open: @escaping @Sendable () throws -> SQLiteConnection) throws {
+    /// Starts the thread, which opens the connection with `open` (every database call of a store runs on
+    /// its thread, opening included); throws what `open` threw (the thread then ends). `begin` begins a
+    /// write transaction; `patience` bounds a synchronous caller's wait for a lost connection.
+    init(
+        name: String, begin: String, patience: TimeInterval = 10,
+        open: @escaping @Sendable () throws -> any SQLDatabase
+    ) throws {
+        self.open = open
+        self.begin = begin
+        self.patience = patience
         let opened = ResultBox<Void>()
         let thread = Thread { [self] in
             Thread.current.threadDictionary[StoreThread.marker] = true
@@ -56,9 +69,18 @@ final class StoreThread: @unchecked Sendable {
         try opened.take().get()
     }
 
-    /// Set in the thread dictionary of a store's thread (and of a measurement's own thread): where SQLite
-    /// may be called (checked by `SQLiteConnection` in debug builds).
-    static let marker = "AwesomeCommand.storeThread"
+    /// Set in the thread dictionary of a store's thread (and of a measurement's own thread): where the
+    /// database may be called (checked by each connection in debug builds).
+    package static let marker = "AwesomeCommand.storeThread"
+
+    /// Debug builds: the database is called only on a thread of its own (a store's thread, or a
+    /// measurement's), never on a command's queue, the Dispatch pool or the concurrency pool.
+    @inline(__always)
+    package static func checkThread() {
+        assert(
+            Thread.current.threadDictionary[marker] != nil,
+            "a store's database called outside a store's own thread (\(Thread.current))")
+    }
 
     var commits: Int { commitCount.withLock { $0 } }
 
@@ -66,7 +88,7 @@ final class StoreThread: @unchecked Sendable {
     /// `completion` gets its result once the transaction committed, on a global queue (`hop`) or on the
     /// thread itself (a synchronous caller waking up).
     func submit<T>(
-        write: Bool, hop: Bool = true, _ body: @escaping (SQLiteConnection) throws -> T,
+        write: Bool, hop: Bool = true, _ body: @escaping (any SQLDatabase) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         let deliver: @Sendable (Result<T, any Error>) -> Void = { result in
@@ -78,7 +100,7 @@ final class StoreThread: @unchecked Sendable {
             }
         }
         let request = Request(
-            write: write,
+            write: write, deadline: hop ? nil : Date().addingTimeInterval(patience),
             perform: { connection in
                 let result: Result<T, any Error>
                 do { result = .success(try body(connection)) } catch { result = .failure(error) }
@@ -102,14 +124,14 @@ final class StoreThread: @unchecked Sendable {
 
     /// Runs `body` on the thread and waits for it (the caller's thread sleeps; the store's thread does
     /// the I/O).
-    func sync<T>(write: Bool, _ body: @escaping (SQLiteConnection) throws -> T) throws -> T {
+    func sync<T>(write: Bool, _ body: @escaping (any SQLDatabase) throws -> T) throws -> T {
         let box = ResultBox<T>()
         submit(write: write, hop: false, body) { result in box.put(result) }
         return try box.take().get()
     }
 
     /// Runs `job` on the thread every `interval` seconds, between batches, in its own transaction.
-    func every(_ interval: TimeInterval, _ job: @escaping (SQLiteConnection) -> Void) {
+    func every(_ interval: TimeInterval, _ job: @escaping (any SQLDatabase) -> Void) {
         condition.lock()
         periodic = (interval, Date().addingTimeInterval(interval), job)
         condition.signal()
@@ -144,7 +166,7 @@ final class StoreThread: @unchecked Sendable {
             let batch = pending
             pending = []
             let done = stopping && batch.isEmpty
-            var job: ((SQLiteConnection) -> Void)?
+            var job: ((any SQLDatabase) -> Void)?
             if let current = periodic, current.next <= Date() {
                 job = current.job
                 periodic = (current.every, Date().addingTimeInterval(current.every), current.job)
@@ -153,7 +175,7 @@ final class StoreThread: @unchecked Sendable {
             if let job {
                 run([
                     Request(
-                        write: true,
+                        write: true, deadline: nil,
                         perform: { connection in
                             job(connection)
                             return (false, { _ in })
@@ -167,26 +189,72 @@ final class StoreThread: @unchecked Sendable {
         finished.signal()
     }
 
-    /// One batch: the reads first, each on its own; the writes together in one transaction.
+    /// One batch, run again on a new connection each time the connection is lost under it.
     private func run(_ batch: [Request]) {
+        var batch = batch
+        var delay: TimeInterval = 0.05
+        while !attempt(batch) {
+            // The connection is lost: open another, with a backoff, until it opens or the store closes.
+            var reason = "the connection was lost"
+            while true {
+                connection.close()
+                do {
+                    connection = try open()
+                    CommandLogging.log(.info, command: thread?.name ?? "store", "connection opened again")
+                    break
+                } catch {
+                    reason = String(describing: error)
+                }
+                // Synchronous callers past their patience, and everything once the store closes, fail now.
+                let now = Date()
+                condition.lock()
+                let closing = stopping
+                let expired = pending.filter { closing || ($0.deadline.map { $0 <= now } ?? false) }
+                pending.removeAll { closing || ($0.deadline.map { $0 <= now } ?? false) }
+                condition.unlock()
+                let failure = DurableError.storage(
+                    message: "lost the connection and could not open it again: \(reason)")
+                for request in expired { request.abandon(failure) }
+                for request in batch where closing || (request.deadline.map { $0 <= now } ?? false) {
+                    request.abandon(failure)
+                }
+                batch.removeAll { closing || ($0.deadline.map { $0 <= now } ?? false) }
+                if batch.isEmpty && closing { return }
+                Thread.sleep(forTimeInterval: delay)  // the store's own thread: nothing else waits on it
+                delay = min(delay * 2, 2)
+            }
+        }
+    }
+
+    /// One batch: the reads first, each on its own; the writes together in one transaction. Returns false
+    /// when the connection was lost under it (nothing is finished then: the batch runs again).
+    private func attempt(_ batch: [Request]) -> Bool {
         var finish: [(_ commitError: (any Error)?) -> Void] = []
+        var reads: [(_ commitError: (any Error)?) -> Void] = []
         let writes = batch.filter(\.write)
-        for request in batch where !request.write { request.perform(connection).finish(nil) }
-        guard !writes.isEmpty else { return }
+        for request in batch where !request.write {
+            reads.append(request.perform(connection).finish)
+            if connection.isLost { return false }
+        }
+        for call in reads { call(nil) }
+        guard !writes.isEmpty else { return true }
         do {
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.execute(begin)
         } catch {
+            if connection.isLost { return false }
             let failure = DurableError.storage(message: "could not begin a transaction: \(error)")
             for request in writes { request.abandon(failure) }
-            return
+            return true
         }
         for request in writes {
             do { try connection.execute("SAVEPOINT request") } catch {
+                if connection.isLost { return false }
                 let failure = DurableError.storage(message: "\(error)")
                 finish.append { _ in request.abandon(failure) }
                 continue
             }
             let (threw, completion) = request.perform(connection)
+            if connection.isLost { return false }
             // A request that threw undoes what it wrote, and only that.
             if threw { try? connection.execute("ROLLBACK TO request") }
             try? connection.execute("RELEASE request")
@@ -197,10 +265,12 @@ final class StoreThread: @unchecked Sendable {
             try connection.execute("COMMIT")
             commitCount.withLock { $0 += 1 }
         } catch {
+            if connection.isLost { return false }
             commitError = DurableError.storage(message: "a commit failed: \(error)")
             try? connection.execute("ROLLBACK")
         }
         for call in finish { call(commitError) }
+        return true
     }
 }
 

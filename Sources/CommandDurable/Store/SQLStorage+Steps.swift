@@ -3,7 +3,7 @@ import Foundation
 
 // Steps: claimed (with the owner's liveness), completed (claiming what it makes ready), failed; every
 // write fenced by the claim's attempt and owner.
-extension SQLiteStorage {
+extension SQLStorage {
     func claim(
         run: String, step: String, position: Int,
         completion: @escaping @Sendable (Result<ClaimResult, any Error>) -> Void
@@ -12,7 +12,7 @@ extension SQLiteStorage {
         let lease = leaseSeconds
         thread.submit(
             write: true, hop: false,
-            { connection -> ClaimResult in
+            { [self] connection -> ClaimResult in
                 let now = Self.now
                 guard
                     let runRow = try connection.query(
@@ -23,10 +23,18 @@ extension SQLiteStorage {
                 var row = try connection.query(
                     """
                     SELECT state, attempt, failures, owner, lease_until, value, error, next_attempt_at
-                    FROM steps WHERE run_id = ? AND step_id = ?
+                    FROM steps WHERE run_id = ? AND step_id = ?\(dialect.claimLock)
                     """, [.text(run), .text(step)]
                 ).first
                 if row == nil {
+                    // Locked by another process's claim (skipped): held, ask again soon.
+                    if !dialect.claimLock.isEmpty,
+                        try !connection.query(
+                            "SELECT 1 FROM steps WHERE run_id = ? AND step_id = ?", [.text(run), .text(step)]
+                        ).isEmpty
+                    {
+                        return .held(until: Date(timeIntervalSince1970: now + 0.05))
+                    }
                     // A step the workflow makes now and did not when the run was recorded.
                     try connection.query(
                         "INSERT INTO steps(run_id, step_id, position, state) VALUES (?, ?, ?, 'pending')",
@@ -46,8 +54,10 @@ extension SQLiteStorage {
                     return .runCancelled
                 case "running":
                     let holder = fields[3].string ?? ""
+                    // This store's own claim, made by the same request before a lost connection's retry.
+                    if holder == owner { return .claimed(attempt: attempt, failures: failures, tookOver: false) }
                     let until = fields[4].double ?? 0
-                    if until >= now && !Self.isDead(owner: holder, connection) {
+                    if until >= now && !isDead(owner: holder, connection) {
                         return .held(until: Date(timeIntervalSince1970: until))
                     }
                     tookOver = true
@@ -64,8 +74,9 @@ extension SQLiteStorage {
     }
 
     /// An owner on this host whose process is gone (or whose pid now belongs to a later process).
-    /// Another host's owner is judged by its leases only.
-    static func isDead(owner: String, _ connection: SQLiteConnection) -> Bool {
+    /// Another host's owner, and every owner of a server's store, is judged by its leases only.
+    func isDead(owner: String, _ connection: any SQLDatabase) -> Bool {
+        guard dialect.judgesOwnerProcesses else { return false }
         guard
             let row = try? connection.query("SELECT host, pid, process_start FROM owners WHERE id = ?", [.text(owner)])
                 .first
@@ -82,18 +93,29 @@ extension SQLiteStorage {
         let lease = leaseSeconds
         thread.submit(
             write: true, hop: false,
-            { connection -> CompleteResult in
+            { [self] connection -> CompleteResult in
                 let now = Self.now
                 try connection.query(
                     """
-                    UPDATE steps SET state = 'completed', value = ?, ended = ?, owner = NULL, lease_until = NULL
+                    UPDATE steps SET state = 'completed', value = ?, ended = ?, lease_until = NULL
                     WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ? AND state = 'running'
                     """,
                     [
                         value.map { .blob($0) } ?? .null, .real(now), .text(run), .text(step),
                         .integer(Int64(attempt)), .text(owner),
                     ])
-                guard connection.changes == 1 else { return CompleteResult(recorded: false, claimed: [:]) }
+                // Refused, unless this very completion was committed before a lost connection's retry.
+                let again =
+                    connection.changes == 1
+                    ? false
+                    : try !connection.query(
+                        """
+                        SELECT 1 FROM steps WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ?
+                            AND state = 'completed'
+                        """, [.text(run), .text(step), .integer(Int64(attempt)), .text(owner)]
+                    ).isEmpty
+                guard connection.changes == 1 || again else { return CompleteResult(recorded: false, claimed: [:]) }
+                try notify(.ready, connection)
                 // The steps made ready by this one, claimed in the same transaction (a chain's next step
                 // needs no claim of its own): only pending ones with no backoff left, of a run not cancelled.
                 var claimed: [String: (attempt: Int, failures: Int)] = [:]
@@ -110,16 +132,23 @@ extension SQLiteStorage {
                             .text(owner), .real(now + lease), .real(now), .text(run), .text(candidate.step), .real(now),
                             .text(run),
                         ])
-                    guard connection.changes == 1,
+                    guard connection.changes == 1 || again,
                         let row = try connection.query(
-                            "SELECT attempt, failures FROM steps WHERE run_id = ? AND step_id = ?",
-                            [.text(run), .text(candidate.step)]
+                            """
+                            SELECT attempt, failures FROM steps
+                            WHERE run_id = ? AND step_id = ? AND owner = ? AND state = 'running'
+                            """,
+                            [.text(run), .text(candidate.step), .text(owner)]
                         ).first
                     else { continue }
                     claimed[candidate.step] = (Int(row[0].int ?? 1), Int(row[1].int ?? 0))
                 }
                 return CompleteResult(recorded: true, claimed: claimed)
-            }, completion: completion)
+            },
+            completion: { [self] result in
+                if case .success(let answer) = result, answer.recorded { announce(.ready) }
+                completion(result)
+            })
     }
 
     func fail(
@@ -129,11 +158,11 @@ extension SQLiteStorage {
         let owner = owner
         thread.submit(
             write: true, hop: false,
-            { connection -> Bool in
+            { [self] connection -> Bool in
                 try connection.query(
                     """
                     UPDATE steps SET state = ?, failures = failures + 1, error = ?, error_type = ?,
-                        next_attempt_at = ?, ended = ?, owner = NULL, lease_until = NULL
+                        next_attempt_at = ?, ended = ?, lease_until = NULL
                     WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ? AND state = 'running'
                     """,
                     [
@@ -142,7 +171,21 @@ extension SQLiteStorage {
                         .real(Self.now), .text(run), .text(step), .integer(Int64(attempt)),
                         .text(owner),
                     ])
-                return connection.changes == 1
-            }, completion: completion)
+                if connection.changes == 1 {
+                    try notify(.ready, connection)
+                    return true
+                }
+                // Recorded already, when this very failure was committed before a lost connection's retry.
+                return try !connection.query(
+                    """
+                    SELECT 1 FROM steps WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ?
+                        AND state IN ('pending', 'failed') AND ended IS NOT NULL
+                    """, [.text(run), .text(step), .integer(Int64(attempt)), .text(owner)]
+                ).isEmpty
+            },
+            completion: { [self] result in
+                if case .success(true) = result { announce(.ready) }
+                completion(result)
+            })
     }
 }

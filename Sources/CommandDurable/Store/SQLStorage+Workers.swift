@@ -2,7 +2,7 @@ import CommandCore
 import Foundation
 
 // What workers read: the steps ready to claim from any run, the recorded values they need, a run's state.
-extension SQLiteStorage {
+extension SQLStorage {
     func readySteps(
         workflows: [String], excluding busy: Set<String>, limit: Int,
         completion: @escaping @Sendable (Result<[ReadyStep], any Error>) -> Void
@@ -10,7 +10,7 @@ extension SQLiteStorage {
         guard !workflows.isEmpty, limit > 0 else { return completion(.success([])) }
         thread.submit(
             write: false,
-            { connection -> [ReadyStep] in
+            { [self] connection -> [ReadyStep] in
                 let now = Self.now
                 let names = workflows.map { _ in "?" }.joined(separator: ", ")
                 let candidates = try connection.query(
@@ -32,7 +32,7 @@ extension SQLiteStorage {
                     // A running step is ready only when its owner lost it: lease expired, or process gone.
                     if row[4].string == "running", (row[6].double ?? 0) >= now {
                         let holder = row[5].string ?? ""
-                        if dead[holder] == nil { dead[holder] = Self.isDead(owner: holder, connection) }
+                        if dead[holder] == nil { dead[holder] = isDead(owner: holder, connection) }
                         if dead[holder] != true { continue }
                     }
                     let after = (row[3].string ?? "").split(separator: ",").compactMap { Int($0) }

@@ -1,11 +1,11 @@
 import CommandCore
 import Foundation
 
-// Runs: recorded, read, ended, cancelled, listed, pruned (see `SQLiteStorage` for the schema).
-extension SQLiteStorage {
+// Runs: recorded, read, ended, cancelled, listed, pruned (see `SQLStorage` for the schema).
+extension SQLStorage {
     func createRun(_ run: NewRun) throws -> CreateRunResult {
-        try wrap {
-            try thread.sync(write: true) { connection -> CreateRunResult in
+        let created = try wrap {
+            try thread.sync(write: true) { [self] connection -> CreateRunResult in
                 if let existing = try Self.loadRun(run.id, connection) { return .exists(existing) }
                 let now = Self.now
                 try connection.query(
@@ -17,22 +17,33 @@ extension SQLiteStorage {
                         .text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now),
                         .text(run.finalStep),
                     ])
-                for (position, step) in run.steps.enumerated() {
-                    let after = run.after[position].map(String.init).joined(separator: ",")
+                // The steps in statements of up to 100 rows (one round trip each on a server).
+                for chunk in stride(from: 0, to: run.steps.count, by: 100) {
+                    let positions = chunk..<min(chunk + 100, run.steps.count)
+                    let rows = Array(repeating: "(?, ?, ?, 'pending', ?)", count: positions.count)
                     try connection.query(
-                        "INSERT INTO steps(run_id, step_id, position, state, after) VALUES (?, ?, ?, 'pending', ?)",
-                        [.text(run.id), .text(step), .integer(Int64(position)), .text(after)])
+                        "INSERT INTO steps(run_id, step_id, position, state, after) VALUES "
+                            + rows.joined(separator: ", "),
+                        positions.flatMap { position -> [SQLValue] in
+                            [
+                                .text(run.id), .text(run.steps[position]), .integer(Int64(position)),
+                                .text(run.after[position].map(String.init).joined(separator: ",")),
+                            ]
+                        })
                 }
+                try notify(.ready, connection)
                 return .created
             }
         }
+        if case .created = created { announce(.ready) }
+        return created
     }
 
     func loadRun(_ id: String) throws -> StoredRun? {
         try wrap { try thread.sync(write: false) { try Self.loadRun(id, $0) } }
     }
 
-    static func loadRun(_ id: String, _ connection: SQLiteConnection) throws -> StoredRun? {
+    static func loadRun(_ id: String, _ connection: any SQLDatabase) throws -> StoredRun? {
         guard
             let row = try connection.query(
                 """
@@ -84,16 +95,33 @@ extension SQLiteStorage {
                         UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?
                         WHERE run_id = ? AND state IN ('pending', 'running')
                         """, [.real(Self.now), .text(run)])
+                    try self.notify(.ended(run: run), connection)
                 }
-            }, completion: completion)
+            },
+            completion: { [self] result in
+                if case .success = result, state.isEnded { announce(.ended(run: run)) }
+                completion(result)
+            })
     }
 
     func requestCancel(run: String) throws -> Bool {
-        try wrap { try thread.sync(write: true) { try Self.cancel(run: run, $0) } }
+        let changed = try wrap { try thread.sync(write: true) { try self.cancel(run: run, $0) } }
+        if changed { announceCancel(run) }
+        return changed
     }
 
     func requestCancel(run: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
-        thread.submit(write: true, { try Self.cancel(run: run, $0) }, completion: completion)
+        thread.submit(
+            write: true, { [self] in try cancel(run: run, $0) },
+            completion: { [self] result in
+                if case .success(true) = result { announceCancel(run) }
+                completion(result)
+            })
+    }
+
+    private func announceCancel(_ run: String) {
+        announce(.cancelled(run: run))
+        announce(.ended(run: run))
     }
 
     func stepValue(run: String, step: String, completion: @escaping @Sendable (Result<Data?, any Error>) -> Void) {
@@ -107,18 +135,22 @@ extension SQLiteStorage {
             }, completion: completion)
     }
 
-    static func cancel(run: String, _ connection: SQLiteConnection) throws -> Bool {
+    func cancel(run: String, _ connection: any SQLDatabase) throws -> Bool {
         try connection.query(
             """
             UPDATE runs SET cancel_requested = 1, state = 'cancelled', updated = ?, error = NULL
             WHERE id = ? AND state IN ('pending', 'running')
-            """, [.real(now), .text(run)])
+            """, [.real(Self.now), .text(run)])
         let changed = connection.changes > 0
         try connection.query(
             """
             UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?
             WHERE run_id = ? AND state IN ('pending', 'running')
-            """, [.real(now), .text(run)])
+            """, [.real(Self.now), .text(run)])
+        if changed {
+            try notify(.cancelled(run: run), connection)
+            try notify(.ended(run: run), connection)
+        }
         return changed
     }
 
@@ -138,7 +170,7 @@ extension SQLiteStorage {
     func records(_ filter: DurableRunFilter) throws -> [DurableRunRecord] {
         try wrap {
             try thread.sync(write: false) { connection in
-                let (condition, bindings): (String, [SQLiteValue]) =
+                let (condition, bindings): (String, [SQLValue]) =
                     switch filter {
                     case .all: ("", [])
                     case .unfinished: ("WHERE state IN ('pending', 'running')", [])
@@ -180,7 +212,7 @@ extension SQLiteStorage {
     func prune(endedBefore date: Date) throws -> Int {
         try wrap {
             try thread.sync(write: true) { connection -> Int in
-                let before = SQLiteValue.real(date.timeIntervalSince1970)
+                let before = SQLValue.real(date.timeIntervalSince1970)
                 try connection.query(
                     """
                     DELETE FROM steps WHERE run_id IN (SELECT id FROM runs

@@ -1,35 +1,19 @@
 import CommandCore
 import Foundation
 
-/// The SQLite implementation of ``DurableStorage``: one file (WAL), `PRAGMA user_version` = schema
-/// version, every call on the store's own thread (``StoreThread``).
-///
-/// ```text
-/// runs(id TEXT PRIMARY KEY, workflow, input BLOB, state, cancel_requested, created REAL, updated REAL,
-///      error, error_kind, error_step, final_step)
-/// steps(run_id, step_id, position, state, attempt, failures, owner, lease_until REAL, value BLOB,
-///       error, error_type, next_attempt_at REAL, started REAL, ended REAL, after (positions, comma-separated),
-///       PRIMARY KEY (run_id, step_id))
-/// owners(id TEXT PRIMARY KEY, host, pid, process_start REAL, seen REAL)
-/// ```
-/// Times are seconds since 1970. States are `pending`, `running`, `completed`, `failed`, `cancelled`.
-final class SQLiteStorage: DurableStorage, @unchecked Sendable {
-    // `@unchecked Sendable`: the connection is touched only on `thread`; the rest is immutable.
-    static let schemaVersion = 1
-
-    let owner: String
-    let leaseSeconds: Double
-    let thread: StoreThread
-    let path: String
-
-    /// Opens (or creates) the store at `path`, checking it before writing anything: a file that is not a
-    /// store, or one of a newer schema, is left untouched.
-    init(path: String, durability: DurableDurability, leaseSeconds: Double) throws {
-        self.path = path
-        self.leaseSeconds = leaseSeconds
-        let owner = UUID().uuidString
-        self.owner = owner
-        thread = try StoreThread(name: "AwesomeCommand durable store") {
+// The embedded store: an SQLite file (WAL), `PRAGMA user_version` = schema version, and the owners
+// table through which processes of one host judge each other's liveness.
+extension SQLStorage {
+    /// Opens (or creates) the SQLite store at `path`, checking it before writing anything: a file that is
+    /// not a store, or one of a newer schema, is left untouched.
+    convenience init(path: String, durability: DurableDurability, leaseSeconds: Double) throws {
+        let owner = Self.makeOwner()
+        try self.init(
+            owner: owner,
+            dialect: SQLDialect(
+                begin: "BEGIN IMMEDIATE", claimLock: "", judgesOwnerProcesses: true, notify: nil, place: "'\(path)'"),
+            leaseSeconds: leaseSeconds
+        ) {
             let connection: SQLiteConnection
             do {
                 connection = try SQLiteConnection(path: path)
@@ -40,7 +24,7 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
             do {
                 try Self.prepare(connection, path: path, durability: durability)
                 try connection.query(
-                    "INSERT INTO owners(id, host, pid, process_start, seen) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO owners(id, host, pid, process_start, seen) VALUES (?, ?, ?, ?, ?)",
                     [
                         .text(owner), .text(ProcessIdentity.host), .integer(Int64(ProcessIdentity.pid)),
                         ProcessIdentity.startTime(of: ProcessIdentity.pid).map { .real($0) } ?? .null,
@@ -52,29 +36,9 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
             }
             return connection
         }
-        let lease = leaseSeconds
-        // Leases of this process's running steps renewed every third of the lease.
-        thread.every(max(0.01, leaseSeconds / 3)) { connection in
-            let now = Date().timeIntervalSince1970
-            _ = try? connection.query(
-                "UPDATE steps SET lease_until = ? WHERE owner = ? AND state = 'running'",
-                [.real(now + lease), .text(owner)])
-            _ = try? connection.query("UPDATE owners SET seen = ? WHERE id = ?", [.real(now), .text(owner)])
-        }
     }
 
-    deinit { thread.stop() }
-
-    func close() { thread.stop() }
-
-    /// Runs `sql` on the store's thread (the measurement and test hooks).
-    func execute(_ sql: String) throws {
-        try wrap { try thread.sync(write: false) { try $0.execute(sql) } }
-    }
-
-    var commits: Int { thread.commits }
-
-    private static func prepare(_ connection: SQLiteConnection, path: String, durability: DurableDurability) throws {
+    private static func prepare(_ connection: any SQLDatabase, path: String, durability: DurableDurability) throws {
         // Reads first: nothing is written to a file that turns out not to be ours.
         let version: Int
         let tables: Set<String>
@@ -121,15 +85,6 @@ final class SQLiteStorage: DurableStorage, @unchecked Sendable {
         } catch {
             try? connection.execute("ROLLBACK")
             throw DurableError.storage(message: "could not prepare '\(path)': \(error)")
-        }
-    }
-
-    static var now: Double { Date().timeIntervalSince1970 }
-
-    /// Runs `body`, turning SQLite's errors into `DurableError.storage`.
-    func wrap<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as DurableError { throw error } catch {
-            throw DurableError.storage(message: "'\(path)': \(error)")
         }
     }
 }
