@@ -14,6 +14,10 @@ let package = Package(
         .library(name: "CommandNetworkTesting", targets: ["CommandNetworkTesting"]),
         // Durable workflows: a graph of commands recorded in an embedded SQLite store, resumed after a crash.
         .library(name: "CommandDurable", targets: ["CommandDurable"]),
+        // The same durable runs in a PostgreSQL database, worked by processes on many hosts.
+        .library(name: "CommandDurablePostgres", targets: ["CommandDurablePostgres"]),
+        // A throwaway PostgreSQL server on 127.0.0.1, for testing your durable workflows (and ours).
+        .library(name: "CommandDurablePostgresTesting", targets: ["CommandDurablePostgresTesting"]),
     ],
     targets: [
         // Internal to the package (C11 atomics; `CommandCore` imports it with `internal import`).
@@ -35,6 +39,14 @@ let package = Package(
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android])),
             ]
         ),
+        // PostgreSQL's client library from the system (pkg-config `libpq`; Debian's libpq-dev, Homebrew's
+        // libpq).
+        .systemLibrary(
+            name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
+        .target(name: "CommandDurablePostgres", dependencies: ["CommandCore", "CommandDurable", "CLibPQ"]),
+        .target(name: "CommandDurablePostgresTesting"),
         .executableTarget(
             name: "Quickstart",
             dependencies: ["CommandCore"],
@@ -141,11 +153,14 @@ let package = Package(
         .testTarget(
             name: "CommandDurableTests",
             // DurableKillWorker: the child process the kill tests start, kill and start again.
-            dependencies: ["CommandDurable", "CommandTestSupport", "DurableKillWorker"]
+            dependencies: [
+                "CommandDurable", "CommandDurablePostgres", "CommandDurablePostgresTesting", "CommandTestSupport",
+                "DurableKillWorker",
+            ]
         ),
         .executableTarget(
             name: "DurableKillWorker",
-            dependencies: ["CommandDurable"],
+            dependencies: ["CommandDurable", "CommandDurablePostgres"],
             path: "Tests/DurableKillWorker"
         ),
         .testTarget(

@@ -5,10 +5,14 @@ import Testing
 
 /// The rules of durable runs, each on a real store (a file, or memory where a file changes nothing).
 @Suite struct DurableRuleTests {
-    @Test func start_runsTheSteps_recordsEach_andSendsTheRunsValue() async throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func start_runsTheSteps_recordsEach_andSendsTheRunsValue(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Sum.self)
-        let run = try store.start(Sum.self, id: "r1", input: .init(tag: "start"))
+        let run = try store.start(Sum.self, id: "r1", input: .init(tag: "\(kind)-start"))
         #expect(try await run.value == 5)
         let records = try store.runs()
         #expect(records.count == 1)
@@ -16,19 +20,23 @@ import Testing
         #expect(record.id == "r1" && record.workflow == "sum" && record.state == .completed)
         #expect(record.steps.map(\.id) == ["a", "b", "sum"])
         #expect(record.steps.allSatisfy { $0.state == .completed && $0.attempts == 1 && $0.ended != nil })
-        #expect(Probe.counter.count("start/sum") == 1)
+        #expect(Probe.counter.count("\(kind)-start/sum") == 1)
     }
 
-    @Test func theSameID_keep_givesThatRun_andFail_throwsRunExists() async throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func theSameID_keep_givesThatRun_andFail_throwsRunExists(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Sum.self)
-        let first = try store.start(Sum.self, id: "same", input: .init(tag: "keep"))
+        let first = try store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"))
         #expect(try await first.value == 5)
-        let again = try store.start(Sum.self, id: "same", input: .init(tag: "keep"))
+        let again = try store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"))
         #expect(try await again.value == 5)
-        #expect(Probe.counter.count("keep/sum") == 1)  // the recorded value, nothing run again
+        #expect(Probe.counter.count("\(kind)-keep/sum") == 1)  // the recorded value, nothing run again
         #expect(throws: DurableError.runExists("same")) {
-            try store.start(Sum.self, id: "same", input: .init(tag: "keep"), ifExists: .fail)
+            try store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"), ifExists: .fail)
         }
         #expect(try store.runs().count == 1)
     }
@@ -48,8 +56,12 @@ import Testing
         }
     }
 
-    @Test func aBuildThatThrows_orTwoStepsWithOneID_recordNothing() throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func aBuildThatThrows_orTwoStepsWithOneID_recordNothing(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Throwing.self)
         try store.register(TwoIDs.self)
         #expect(throws: TestFailure.self) { try store.start(Throwing.self, id: "t", input: 1) }
@@ -66,8 +78,12 @@ import Testing
         #expect(try store.runs().isEmpty)
     }
 
-    @Test func registration_unknownAndDuplicateWorkflows_throw() throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func registration_unknownAndDuplicateWorkflows_throw(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         #expect(throws: DurableError.unknownWorkflow("sum")) {
             try store.start(Sum.self, id: "u", input: .init(tag: "u"))
         }
@@ -84,11 +100,15 @@ import Testing
         }
     }
 
-    @Test func aFailure_isRecorded_andRetried_withTheAttemptCounted() async throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func aFailure_isRecorded_andRetried_withTheAttemptCounted(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Flaky.self)
-        Probe.failuresLeft.withLock { $0["retry"] = 2 }
-        let run = try store.start(Flaky.self, id: "f", input: "retry")
+        Probe.failuresLeft.withLock { $0["\(kind)-retry"] = 2 }
+        let run = try store.start(Flaky.self, id: "f", input: "\(kind)-retry")
         #expect(try await run.value == 3)  // attempts 1 and 2 failed, 3 succeeded
         let step = try #require(try store.runs().first?.steps.first)
         #expect(step.attempts == 3 && step.state == .completed)
@@ -96,11 +116,15 @@ import Testing
         #expect(step.lastError?.contains("TestFailure") == true)
     }
 
-    @Test func theLastFailure_failsTheRun_withTheErrorItself_thenStepFailedFromTheRecord() async throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func theLastFailure_failsTheRun_withTheErrorItself_thenStepFailedFromTheRecord(
+        kind: StoreKind
+    ) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Flaky.self)
-        Probe.failuresLeft.withLock { $0["fails"] = 10 }
-        let run = try store.start(Flaky.self, id: "x", input: "fails")
+        Probe.failuresLeft.withLock { $0["\(kind)-fails"] = 10 }
+        let run = try store.start(Flaky.self, id: "x", input: "\(kind)-fails")
         do {
             _ = try await run.value
             Issue.record("the run did not fail")
@@ -109,7 +133,7 @@ import Testing
         }
         let record = try #require(try store.runs().first)
         #expect(record.state == .failed && record.steps.first?.state == .failed)
-        let again = try store.start(Flaky.self, id: "x", input: "fails")
+        let again = try store.start(Flaky.self, id: "x", input: "\(kind)-fails")
         do {
             _ = try await again.value
             Issue.record("the recorded failure was not thrown")
@@ -120,7 +144,7 @@ import Testing
             }
             #expect(step == "flaky" && message.contains("flaky attempt 3"))
         }
-        #expect(Probe.counter.count("fails/flaky") == 3)
+        #expect(Probe.counter.count("\(kind)-fails/flaky") == 3)
     }
 
     struct Hanging: DurableWorkflow {
@@ -137,32 +161,34 @@ import Testing
         }
     }
 
-    @Test func cancel_isRecorded_stopsTheSteps_andTheRunIsNeverResumed() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
-        let store = try DurableStore(path: folder.file())
+    @Test(arguments: StoreKind.allCases) func cancel_isRecorded_stopsTheSteps_andTheRunIsNeverResumed(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Hanging.self)
-        let run = try store.start(Hanging.self, id: "c", input: "cancel")
+        let run = try store.start(Hanging.self, id: "c", input: "\(kind)-cancel")
         let running = Checkpoint()
         Task {
-            while Probe.held.withLock({ $0["cancel"] }) == nil { await Task.yield() }
+            while Probe.held.withLock({ $0["\(kind)-cancel"] }) == nil { await Task.yield() }
             running.fulfill()
         }
         #expect(await running.wait())
         run.cancel()
         #expect("\(await terminalState(of: run))".hasPrefix("cancelled"))
         store.close()
-        let reopened = try DurableStore(path: folder.file())
+        let reopened = try place.open()
         try reopened.register(Hanging.self)
         #expect(try reopened.runs().first?.state == .cancelled)
         let report = try reopened.resumeUnfinished()
         #expect(report.resumed.isEmpty)
-        #expect(Probe.counter.count("cancel/second") == 1)
+        #expect(Probe.counter.count("\(kind)-cancel/second") == 1)
     }
 }
 
 /// What the records say at each moment a step can observe.
-@Suite struct DurableOrderingTests {
+@Suite(.serialized) struct DurableOrderingTests {
     /// The store the workflow below reads (one test uses it).
     static let store = Locked<DurableStore?>(nil)
     static let seen = Locked<[DurableRunState]>([])
@@ -180,9 +206,14 @@ import Testing
         }
     }
 
-    @Test func aStepsCompletion_isCommitted_beforeTheStepAfterItStarts_andBeforeTheValue() async throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func aStepsCompletion_isCommitted_beforeTheStepAfterItStarts_andBeforeTheValue(
+        kind: StoreKind
+    ) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Observed.self)
+        Self.seen.withLock { $0 = [] }
         Self.store.withLock { $0 = store }
         defer { Self.store.withLock { $0 = nil } }
         let run = try store.start(Observed.self, id: "o", input: 21)
@@ -197,56 +228,60 @@ import Testing
 /// (#281), pending work not run at the next launch (#360), finished jobs restored and run again after a
 /// restart (#367, #375).
 @Suite struct SwiftQueueRegressionTests {
-    @Test func aFinishedRun_isNeitherResumedNorRunAgain_afterARestart() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
+    @Test(arguments: StoreKind.allCases) func aFinishedRun_isNeitherResumedNorRunAgain_afterARestart(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
         do {
-            let first = try DurableStore(path: folder.file())
+            let first = try place.open()
             try first.register(Sum.self)
-            #expect(try await first.start(Sum.self, id: "done", input: .init(tag: "restart")).value == 5)
+            #expect(try await first.start(Sum.self, id: "done", input: .init(tag: "\(kind)-restart")).value == 5)
             first.close()
         }
-        let second = try DurableStore(path: folder.file())
+        let second = try place.open()
         try second.register(Sum.self)
         #expect(try second.resumeUnfinished().resumed.isEmpty)
-        #expect(try await second.start(Sum.self, id: "done", input: .init(tag: "restart")).value == 5)
-        #expect(Probe.counter.count("restart/sum") == 1)
+        #expect(try await second.start(Sum.self, id: "done", input: .init(tag: "\(kind)-restart")).value == 5)
+        #expect(Probe.counter.count("\(kind)-restart/sum") == 1)
     }
 
-    @Test func aCancelledRun_doesNotComeBack_afterARestart() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
+    @Test(arguments: StoreKind.allCases) func aCancelledRun_doesNotComeBack_afterARestart(kind: StoreKind) async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
         do {
-            let first = try DurableStore(path: folder.file())
+            let first = try place.open()
             try first.register(DurableRuleTests.Hanging.self)
-            _ = try first.start(DurableRuleTests.Hanging.self, id: "gone", input: "swiftqueue-cancel")
+            _ = try first.start(DurableRuleTests.Hanging.self, id: "gone", input: "\(kind)-swiftqueue-cancel")
             try first.cancel(runID: "gone")
             first.close()
         }
-        let second = try DurableStore(path: folder.file())
+        let second = try place.open()
         try second.register(DurableRuleTests.Hanging.self)
         #expect(try second.resumeUnfinished().resumed.isEmpty)
         #expect(try second.runs(.unfinished).isEmpty)
         #expect(try second.runs(.state(.cancelled)).map(\.id) == ["gone"])
     }
 
-    @Test func pendingWork_runsAtTheNextLaunch() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
+    @Test(arguments: StoreKind.allCases) func pendingWork_runsAtTheNextLaunch(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
         do {
             // Recorded, then the process "ends" before anything ran: the store closes at once.
-            let first = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+            let first = try place.open(lease: .milliseconds(100))
             try first.register(Sum.self)
             first.close()
         }
-        let second = try DurableStore(path: folder.file())
+        // A short lease: on a server's store, owners are judged by their leases only.
+        let second = try place.open(lease: .milliseconds(100))
         try second.register(Sum.self)
-        _ = try second.start(Sum.self, id: "later", input: .init(tag: "launch"))
+        _ = try second.start(Sum.self, id: "later", input: .init(tag: "\(kind)-launch"))
         second.close()
-        let third = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+        let third = try place.open(lease: .milliseconds(100))
         try third.register(Sum.self)
         let report = try third.resumeUnfinished()
-        let run = try third.start(Sum.self, id: "later", input: .init(tag: "launch"))
+        let run = try third.start(Sum.self, id: "later", input: .init(tag: "\(kind)-launch"))
         #expect(try await run.value == 5)
         #expect(report.resumed.count + (try third.runs(.state(.completed)).count) >= 1)
         #expect(try third.runs().first?.state == .completed)
@@ -255,10 +290,14 @@ import Testing
 
 /// What a run shows while and after it runs, and what a store keeps.
 @Suite struct DurableVisibilityTests {
-    @Test func aRunsProgress_addsUpItsSteps_andGraphReportDrawsThem() async throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func aRunsProgress_addsUpItsSteps_andGraphReportDrawsThem(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Sum.self)
-        let run = try store.start(Sum.self, id: "p", input: .init(tag: "progress"))
+        let run = try store.start(Sum.self, id: "p", input: .init(tag: "\(kind)-progress"))
         #expect(try await run.value == 5)
         #expect(run.fractionCompleted == 1)
         let dot = GraphReport.dot(run.steps)
@@ -266,12 +305,16 @@ import Testing
         #expect(run.steps.count == 3)
     }
 
-    @Test func prune_deletesRunsThatEndedBefore_andKeepsTheRest() async throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func prune_deletesRunsThatEndedBefore_andKeepsTheRest(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(Sum.self)
         try store.register(DurableRuleTests.Hanging.self)
-        _ = try await store.start(Sum.self, id: "old", input: .init(tag: "prune")).value
-        _ = try store.start(DurableRuleTests.Hanging.self, id: "running", input: "prune")
+        _ = try await store.start(Sum.self, id: "old", input: .init(tag: "\(kind)-prune")).value
+        _ = try store.start(DurableRuleTests.Hanging.self, id: "running", input: "\(kind)-prune")
         #expect(try store.prune(endedBefore: Date().addingTimeInterval(-3_600)) == 0)
         #expect(try store.prune(endedBefore: Date().addingTimeInterval(1)) == 1)
         #expect(try store.runs().map(\.id) == ["running"])
@@ -292,10 +335,10 @@ import Testing
         }
     }
 
-    @Test func stepsThatEndTogether_shareCommits() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
-        let store = try DurableStore(path: folder.file())
+    @Test(arguments: StoreKind.allCases) func stepsThatEndTogether_shareCommits(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         defer { store.close() }
         try store.register(Wide.self)
         let before = DurableMeasurements.commits(of: store)

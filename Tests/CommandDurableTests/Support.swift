@@ -1,4 +1,6 @@
 import CommandDurable
+import CommandDurablePostgres
+import CommandDurablePostgresTesting
 import CommandTestSupport
 import Foundation
 
@@ -75,5 +77,69 @@ struct Sum: DurableWorkflow {
         let a = flow.step("a") { _ in Probe.value("\(input.tag)/a", 2) }
         let b = flow.step("b") { _ in Probe.value("\(input.tag)/b", 3) }
         return flow.step("sum", after: a, b) { _, a, b in Probe.value("\(input.tag)/sum", a + b) }
+    }
+}
+
+/// The stores every rule is checked against: an SQLite file, and a database on a throwaway PostgreSQL
+/// server (started once per test process; without PostgreSQL's binaries those cases are skipped with a
+/// printed note).
+enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres
+
+    var description: String { rawValue }
+}
+
+/// Where a test's store lives, opened again and again as "the same store" (a file's path, or a fresh
+/// database's URL).
+struct StorePlace: Sendable {
+    let kind: StoreKind
+    /// The file's path or the database's URL.
+    let location: String
+    private let folder: TemporaryFolder?
+
+    /// A fresh place of `kind`; nil when PostgreSQL is not installed here (a note is printed once).
+    static func make(_ kind: StoreKind) async throws -> StorePlace? {
+        switch kind {
+        case .sqlite:
+            let folder = TemporaryFolder()
+            return StorePlace(kind: kind, location: folder.file(), folder: folder)
+        case .postgres:
+            guard let server = await SharedPostgres.server.value else {
+                // CI has PostgreSQL: there a skipped case is a failure.
+                if ProcessInfo.processInfo.environment["AWESOMECOMMAND_REQUIRE_POSTGRES"] != nil {
+                    throw TestFailure(
+                        message: "PostgreSQL is required here (AWESOMECOMMAND_REQUIRE_POSTGRES) and did not start")
+                }
+                return nil
+            }
+            return StorePlace(kind: kind, location: try await server.makeDatabase(), folder: nil)
+        }
+    }
+
+    func open(durability: DurableDurability = .full, lease: Duration = .seconds(30)) throws -> DurableStore {
+        switch kind {
+        case .sqlite: return try DurableStore(path: location, durability: durability, lease: lease)
+        case .postgres: return try DurableStore(postgres: location, durability: durability, lease: lease)
+        }
+    }
+
+    func remove() { folder?.remove() }
+}
+
+/// One throwaway PostgreSQL server for the whole test process (stopped at its exit).
+enum SharedPostgres {
+    static let server = Task<ThrowawayPostgres?, Never> {
+        do {
+            return try await ThrowawayPostgres.start()
+        } catch let unavailable as ThrowawayPostgres.Unavailable {
+            print(
+                "note: the PostgreSQL cases of the durable tests are skipped: \(unavailable). Install "
+                    + "PostgreSQL's server and run swift test again to run them.")
+            return nil
+        } catch {
+            print("note: the PostgreSQL cases of the durable tests are skipped: the server did not start: \(error)")
+            return nil
+        }
     }
 }

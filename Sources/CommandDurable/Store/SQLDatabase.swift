@@ -46,7 +46,7 @@ package protocol SQLDatabase: AnyObject {
 
 extension SQLDatabase {
     @discardableResult
-    func query(_ sql: String) throws -> [[SQLValue]] { try query(sql, []) }
+    package func query(_ sql: String) throws -> [[SQLValue]] { try query(sql, []) }
 }
 
 /// What differs between the databases a store runs on; the SQL around it is the same.

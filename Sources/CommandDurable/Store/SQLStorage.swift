@@ -57,9 +57,24 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
         "\(ProcessIdentity.host)/\(ProcessIdentity.pid)/\(UUID().uuidString.prefix(8).lowercased())"
     }
 
-    deinit { thread.stop() }
+    // Guards what else stops with the store (a server store's listener).
+    private let closers = Locked<[@Sendable () -> Void]>([])
 
-    func close() { thread.stop() }
+    deinit { close() }
+
+    package func close() {
+        thread.stop()
+        let stops = closers.withLock { closers in
+            defer { closers = [] }
+            return closers
+        }
+        for stop in stops { stop() }
+    }
+
+    /// Calls `stop` when the store closes (its thread stopped).
+    package func onClose(_ stop: @escaping @Sendable () -> Void) {
+        closers.withLock { $0.append(stop) }
+    }
 
     /// Runs `sql` on the store's thread (the measurement and test hooks).
     package func execute(_ sql: String) throws {

@@ -11,7 +11,7 @@ import Foundation
 /// waits for the disk, the next batch gathers. Completions are called after the commit: an engine
 /// callback on a global Dispatch queue (never on this thread, so no command code runs here), a
 /// synchronous caller's wake-up right here. A periodic job (lease renewal) runs between batches.
-final class StoreThread: @unchecked Sendable {
+package final class StoreThread: @unchecked Sendable {
     // `@unchecked Sendable`: `pending`, `stopping` and `periodic` are guarded by `condition`; the
     // connection is made and touched only by the thread.
     private struct Request {

@@ -1,0 +1,61 @@
+import CommandDurable
+import Foundation
+
+extension DurableStore {
+    /// Opens the durable store kept in the PostgreSQL database at `postgres` (a URL such as
+    /// `postgresql://app@db.internal:5432/app`, or a libpq connection string), creating its schema
+    /// (`awesomecommand`: tables `runs`, `steps`, `meta`) if missing.
+    ///
+    /// The same store, with the same rules, as on SQLite: processes on many hosts share it, each
+    /// claiming steps (`SELECT ... FOR UPDATE SKIP LOCKED`, a lease per claim renewed every third of it)
+    /// and telling the others when runs are recorded and steps end (`LISTEN`/`NOTIFY` on the channel
+    /// `awesomecommand`). An owner is judged by its lease only: another host's process id means nothing.
+    ///
+    /// **Connections:** two per store: one for its requests (every call on the store's own thread,
+    /// requests that arrive together share a transaction) and one that listens. A lost connection is
+    /// opened again with a backoff (50 ms to 2 s) and its requests are run again: steps' records wait
+    /// for it, nothing is dropped; a synchronous call (`start`, `enqueue`, `runs`, ...) waits at most
+    /// 10 s for it, then throws ``DurableError/storage(message:)``.
+    ///
+    /// - Parameters:
+    ///   - postgres: where the database is; a password in it is never printed.
+    ///   - durability: ``DurableDurability/full`` (each commit waits for the server's disk:
+    ///     `synchronous_commit = on`) or ``DurableDurability/normal`` (`synchronous_commit = off`: a crash
+    ///     of the server may lose the last fraction of a second of commits, never half of one).
+    ///   - lease: how long a claimed step stays this store's without a renewal; another process takes the
+    ///     step over after it.
+    /// - Throws: ``DurableError/storage(message:)`` naming the server when it cannot be reached or
+    ///   refuses the credentials; ``DurableError/newerSchema(found:supported:)`` for a schema a newer
+    ///   version made; ``DurableError/notAStore(path:)`` when the schema `awesomecommand` holds something
+    ///   else. Nothing is changed in the last two cases.
+    public convenience init(
+        postgres: String, durability: DurableDurability = .full, lease: Duration = .seconds(30)
+    ) throws {
+        let place = PostgresConnection.place(of: postgres)
+        let storage = try SQLStorage(
+            owner: SQLStorage.makeOwner(),
+            dialect: SQLDialect(
+                begin: "BEGIN", claimLock: " FOR UPDATE SKIP LOCKED", judgesOwnerProcesses: false,
+                notify: "SELECT pg_notify('\(PostgresListener.channel)', ?)", place: place),
+            leaseSeconds: max(0.03, lease.inSeconds)
+        ) {
+            let connection = try PostgresConnection(postgres)
+            do {
+                try PostgresSchema.prepare(connection, durability: durability)
+            } catch {
+                connection.close()
+                throw error
+            }
+            return connection
+        }
+        let listener: PostgresListener
+        do {
+            listener = try PostgresListener(conninfo: postgres, feed: storage.feed)
+        } catch {
+            storage.close()
+            throw error
+        }
+        storage.onClose { listener.stop() }
+        self.init(sql: storage)
+    }
+}

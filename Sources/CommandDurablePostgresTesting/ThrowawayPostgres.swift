@@ -1,0 +1,307 @@
+import Foundation
+
+/// A PostgreSQL server of your own for tests and examples: `initdb` into a temporary folder, `postgres`
+/// on 127.0.0.1 and a free port, stopped (`pg_ctl stop`) and deleted by ``stop()`` (and at the process's
+/// exit).
+///
+/// ```swift
+/// let server = try await ThrowawayPostgres.start()
+/// let url = try await server.makeDatabase()          // postgresql://postgres:…@127.0.0.1:<port>/<fresh>
+/// let store = try DurableStore(postgres: url)
+/// ```
+///
+/// PostgreSQL's binaries come from `AWESOMECOMMAND_PG_BIN`, then `pg_config --bindir`, then
+/// `/usr/lib/postgresql/<version>/bin`, then Homebrew's folders; without them ``start(fsync:)`` throws
+/// ``Unavailable``, whose message says how to install them. PostgreSQL refuses to run as root: as root,
+/// the server runs as the `postgres` user (`runuser`), which owns its folder.
+///
+/// **Threads.** The `async` calls run the programs on a thread of their own (they wait for processes),
+/// never on the concurrency pool's threads.
+public final class ThrowawayPostgres: Sendable {
+    /// PostgreSQL's binaries are not installed here.
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The server's port on 127.0.0.1.
+    public let port: Int
+    /// Its superuser (`postgres`) and password (host connections use `scram-sha-256`).
+    public let user = "postgres"
+    public let password = "throwaway"
+    /// Where its data, log and socket are.
+    public let folder: URL
+    private let bin: URL
+    private let asPostgres: Bool
+    private let options: [String]
+    /// The running server's process (`postgres` itself, in the foreground: `pg_ctl start` would leave a
+    /// daemon holding the descriptors Foundation's `Process` watches, and never be seen to end).
+    private let server = ProcessBox()
+
+    private init(port: Int, folder: URL, bin: URL, asPostgres: Bool, options: [String]) {
+        self.port = port
+        self.folder = folder
+        self.bin = bin
+        self.asPostgres = asPostgres
+        self.options = options
+    }
+
+    /// Starts a server (about a second or two). `fsync: false` for tests (a server restart keeps what
+    /// committed; a machine crash may not), true for measurements.
+    public static func start(fsync: Bool = false) async throws -> ThrowawayPostgres {
+        try await offThePool { try startNow(fsync: fsync) }
+    }
+
+    /// ``start(fsync:)`` on the calling thread (a program's main thread; never the concurrency pool's).
+    public static func startNow(fsync: Bool = false) throws -> ThrowawayPostgres {
+        let bin = try binaries()
+        let root = getuid() == 0
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "awesomecommand-postgres-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let passwordFile = folder.appendingPathComponent("password")
+        try Data("throwaway\n".utf8).write(to: passwordFile)
+        if root { try chownToPostgres(folder) }
+        let data = folder.appendingPathComponent("data").path
+        try run(
+            bin.appendingPathComponent("initdb"),
+            [
+                "-D", data, "-U", "postgres", "--pwfile=\(passwordFile.path)", "--auth-local=trust",
+                "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync",
+            ], asPostgres: root)
+        var lastError: (any Error)?
+        for _ in 0..<8 {
+            let port = Int.random(in: 20_000..<60_000)
+            var options = [
+                "-p", "\(port)", "-c", "listen_addresses=127.0.0.1", "-k", folder.path, "-c", "max_connections=300",
+            ]
+            if !fsync {
+                options += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+            }
+            let server = ThrowawayPostgres(port: port, folder: folder, bin: bin, asPostgres: root, options: options)
+            do {
+                try server.launch()
+                registry.withLock { $0.append(server) }
+                return server
+            } catch {
+                lastError = error  // most likely the port was taken: another
+            }
+        }
+        try? FileManager.default.removeItem(at: folder)
+        throw lastError ?? Unavailable(description: "PostgreSQL did not start")
+    }
+
+    /// The URL of the database `name` (default `postgres`).
+    public func url(database: String = "postgres", password: String? = nil) -> String {
+        "postgresql://\(user):\(password ?? self.password)@127.0.0.1:\(port)/\(database)"
+    }
+
+    /// Creates a fresh database and returns its URL.
+    public func makeDatabase() async throws -> String {
+        try await offThePool { try self.makeDatabaseNow() }
+    }
+
+    /// ``makeDatabase()`` on the calling thread.
+    public func makeDatabaseNow() throws -> String {
+        let name = "test_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
+        try psql("CREATE DATABASE \(name)")
+        return url(database: name)
+    }
+
+    /// Runs `sql` in `database` with `psql` (as the superuser).
+    public func psql(_ sql: String, database: String = "postgres") throws {
+        try Self.run(
+            bin.appendingPathComponent("psql"),
+            ["-h", folder.path, "-p", "\(port)", "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-qc", sql],
+            asPostgres: asPostgres)
+    }
+
+    /// Restarts the server as `pg_ctl restart -m fast` does (a fast shutdown, then a start on the same
+    /// port): every connection is cut.
+    public func restart() async throws {
+        try await offThePool {
+            try self.pgctl(["stop", "-w", "-m", "fast", "-t", "60"])
+            self.server.take()?.waitUntilExit()
+            try self.launch()
+        }
+    }
+
+    /// Stops the server and deletes its folder.
+    public func stop() {
+        try? pgctl(["stop", "-m", "immediate", "-w", "-t", "60"])
+        server.take()?.waitUntilExit()
+        try? FileManager.default.removeItem(at: folder)
+        registry.withLock { servers in servers.removeAll { $0 === self } }
+    }
+
+    // MARK: Internals
+
+    private var data: String { folder.appendingPathComponent("data").path }
+
+    /// Starts `postgres` and waits until it accepts connections (`pg_isready`, every 50 ms, up to 60 s),
+    /// or throws when it ended first (its log's last lines in the error).
+    private func launch() throws {
+        let process = Process()
+        let postgres = bin.appendingPathComponent("postgres").path
+        let arguments = ["-D", data] + options
+        if asPostgres {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+            process.arguments = ["-u", "postgres", "--", postgres] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: postgres)
+            process.arguments = arguments
+        }
+        let log = folder.appendingPathComponent("log")
+        if !FileManager.default.fileExists(atPath: log.path) {
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        }
+        let output = try FileHandle(forWritingTo: log)
+        output.seekToEndOfFile()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try? output.close()
+        server.put(process)
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if !process.isRunning {
+                _ = server.take()
+                let tail = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(3)
+                throw Unavailable(
+                    description: "postgres ended before accepting connections: "
+                        + (tail?.joined(separator: " / ") ?? "no log"))
+            }
+            if (try? Self.run(
+                bin.appendingPathComponent("pg_isready"), ["-h", "127.0.0.1", "-p", "\(port)", "-q"],
+                asPostgres: false)) != nil
+            {
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)  // its own thread: polling a server that has no event to wait on
+        }
+        throw Unavailable(description: "postgres did not accept connections within 60 s (log: \(log.path))")
+    }
+
+    private func pgctl(_ arguments: [String]) throws {
+        try Self.run(bin.appendingPathComponent("pg_ctl"), arguments + ["-D", data], asPostgres: asPostgres)
+    }
+
+    /// Where PostgreSQL's binaries are, or `Unavailable`.
+    static func binaries() throws -> URL {
+        var candidates: [String] = []
+        if let configured = ProcessInfo.processInfo.environment["AWESOMECOMMAND_PG_BIN"] {
+            candidates.append(configured)
+        }
+        if let bindir = try? capture("/usr/bin/env", ["pg_config", "--bindir"]) { candidates.append(bindir) }
+        let debian = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        candidates += debian.sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }.map { "/usr/lib/postgresql/\($0)/bin" }
+        candidates += ["/opt/homebrew/bin", "/usr/local/bin", "/opt/homebrew/opt/postgresql@16/bin"]
+        for folder in candidates
+        where FileManager.default.isExecutableFile(atPath: "\(folder)/initdb")
+            && FileManager.default.isExecutableFile(atPath: "\(folder)/pg_ctl")
+        {
+            return URL(fileURLWithPath: folder)
+        }
+        throw Unavailable(
+            description: "PostgreSQL's server binaries (initdb, pg_ctl) were not found: install them "
+                + "(Debian: apt-get install postgresql; macOS: brew install postgresql@16), or set "
+                + "AWESOMECOMMAND_PG_BIN to their folder.")
+    }
+
+    private static func chownToPostgres(_ folder: URL) throws {
+        guard let entry = getpwnam("postgres") else {
+            throw Unavailable(description: "running as root, and there is no 'postgres' user to run PostgreSQL as")
+        }
+        try FileManager.default.setAttributes(
+            [.ownerAccountID: entry.pointee.pw_uid, .groupOwnerAccountID: entry.pointee.pw_gid],
+            ofItemAtPath: folder.path)
+        try FileManager.default.setAttributes(
+            [.ownerAccountID: entry.pointee.pw_uid], ofItemAtPath: folder.appendingPathComponent("password").path)
+    }
+
+    @discardableResult
+    private static func run(_ program: URL, _ arguments: [String], asPostgres: Bool) throws -> String {
+        if asPostgres {
+            return try capture("/usr/sbin/runuser", ["-u", "postgres", "--", program.path] + arguments)
+        }
+        return try capture(program.path, arguments)
+    }
+
+    private static func capture(_ program: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: "/")
+        // Output to a file, not a pipe: the server `pg_ctl` starts would hold a pipe open, and reading it to
+        // its end would wait for the server to stop.
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "awesomecommand-postgres-output-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: outputPath.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outputPath) }
+        let output = try FileHandle(forWritingTo: outputPath)
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try? output.close()
+        let text = String(decoding: (try? Data(contentsOf: outputPath)) ?? Data(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0 else {
+            throw Unavailable(
+                description: "\(program) \(arguments.joined(separator: " ")) ended with "
+                    + "\(process.terminationStatus): \(text)")
+        }
+        return text
+    }
+}
+
+/// The server's process, while it runs.
+private final class ProcessBox: @unchecked Sendable {
+    // `@unchecked Sendable`: `process` is guarded by `lock`.
+    private let lock = NSLock()
+    private var process: Process?
+
+    func put(_ process: Process) {
+        lock.lock()
+        self.process = process
+        lock.unlock()
+    }
+
+    func take() -> Process? {
+        lock.lock()
+        defer { lock.unlock() }
+        defer { process = nil }
+        return process
+    }
+}
+
+/// Servers still running, stopped at the process's exit.
+private let registry: LockedServers = {
+    atexit {
+        for server in registry.withLock({ $0 }) { server.stop() }
+    }
+    return LockedServers()
+}()
+
+private final class LockedServers: @unchecked Sendable {
+    // `@unchecked Sendable`: `servers` is guarded by `lock`.
+    private let lock = NSLock()
+    private var servers: [ThrowawayPostgres] = []
+
+    func withLock<T>(_ body: (inout [ThrowawayPostgres]) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&servers)
+    }
+}
+
+/// Runs `body` on a thread of its own and awaits it (it waits for processes: never on the pool).
+private func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+        }
+        thread.start()
+    }
+}
