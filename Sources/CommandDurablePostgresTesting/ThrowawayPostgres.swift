@@ -103,12 +103,17 @@ public final class ThrowawayPostgres: Sendable {
     /// ``makeDatabase()`` on the calling thread.
     public func makeDatabaseNow() throws -> String {
         let name = "test_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
-        try psql("CREATE DATABASE \(name)")
+        try psqlNow("CREATE DATABASE \(name)")
         return url(database: name)
     }
 
     /// Runs `sql` in `database` with `psql` (as the superuser).
-    public func psql(_ sql: String, database: String = "postgres") throws {
+    public func psql(_ sql: String, database: String = "postgres") async throws {
+        try await offThePool { try self.psqlNow(sql, database: database) }
+    }
+
+    /// ``psql(_:database:)`` on the calling thread.
+    public func psqlNow(_ sql: String, database: String = "postgres") throws {
         try Self.run(
             bin.appendingPathComponent("psql"),
             ["-h", folder.path, "-p", "\(port)", "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-qc", sql],

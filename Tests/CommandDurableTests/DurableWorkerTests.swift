@@ -114,6 +114,7 @@ import Testing
             })
         first.kill()
         for run in runs { #expect(try await run.value == 145) }
+        _ = FileManager.default.createFile(atPath: log + ".stop", contents: nil)
         #expect(await second.exitCode() == 0, "\(second.printed)")
         _ = await first.exitCode()
         let records = try web.runs()

@@ -129,6 +129,17 @@ struct StorePlace: Sendable {
 
 /// One throwaway PostgreSQL server for the whole test process (stopped at its exit).
 enum SharedPostgres {
+    /// The server; nil when PostgreSQL is not installed, except where it is required
+    /// (`AWESOMECOMMAND_REQUIRE_POSTGRES`, set by CI): there it throws.
+    static func available() async throws -> ThrowawayPostgres? {
+        if let server = await server.value { return server }
+        if ProcessInfo.processInfo.environment["AWESOMECOMMAND_REQUIRE_POSTGRES"] != nil {
+            throw TestFailure(
+                message: "PostgreSQL is required here (AWESOMECOMMAND_REQUIRE_POSTGRES) and did not start")
+        }
+        return nil
+    }
+
     static let server = Task<ThrowawayPostgres?, Never> {
         do {
             return try await ThrowawayPostgres.start()

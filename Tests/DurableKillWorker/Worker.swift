@@ -13,6 +13,17 @@ enum Worker {
     /// Each step's work in milliseconds (argv[6]; 5-30, by step, by default).
     static var stepMilliseconds: Int? { arguments.count > 6 ? Int(arguments[6]) : nil }
     static let pid = ProcessInfo.processInfo.processIdentifier
+    /// The results of steps that end only when cancelled.
+    static let held = Locked<[CommandResult<Int>]>([])
+
+    /// The store at argv[1]: a PostgreSQL URL, or a file's path.
+    static func openStore() throws -> DurableStore {
+        let place = arguments[1]
+        if place.hasPrefix("postgres") {
+            return try DurableStore(postgres: place, durability: .normal, lease: .milliseconds(leaseMilliseconds))
+        }
+        return try DurableStore(path: place, durability: .normal, lease: .milliseconds(leaseMilliseconds))
+    }
 
     /// Appends `line` to the outside log and flushes it to the disk.
     static func append(_ line: String) {
@@ -59,6 +70,40 @@ struct KillTest: DurableWorkflow {
             "total", after: fan[0], fan[1], fan[2], fan[3], fan[4], fan[5], fan[6], fan[7], fan[8], fan[9]
         ) { context, a, b, c, d, e, f, g, h, i, j in
             Worker.work(context, a + b + c + d + e + f + g + h + i + j)
+        }
+    }
+}
+
+/// One step, a fan-out of 4 after it (each adds its index), a fan-in of the 4: with input n the value is
+/// 4n + 6.
+struct FanFour: DurableWorkflow {
+    static let name = "fan-four"
+
+    static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+        let first = flow.step("first") { context in Worker.work(context, input) }
+        let fan = (0..<4).map { index in
+            flow.step("f\(index)", after: first) { context, value in Worker.work(context, value + index) }
+        }
+        return flow.step("total", after: fan[0], fan[1], fan[2], fan[3]) { context, a, b, c, d in
+            Worker.work(context, a + b + c + d)
+        }
+    }
+}
+
+/// One step that never ends until cancelled: logs "start" when it begins, "cancelled" when its cancel
+/// arrives.
+struct Hang: DurableWorkflow {
+    static let name = "hang"
+
+    static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+        flow.step("hang") { context in
+            Command<Int> { result in
+                Worker.append("start \(context.runID)/\(context.stepID) \(context.attempt) \(Worker.pid)")
+                Worker.held.withLock { $0.append(result) }  // kept: the step ends only when cancelled
+                return BlockCancelable {
+                    Worker.append("cancelled \(context.runID)/\(context.stepID) \(context.attempt) \(Worker.pid)")
+                }
+            }
         }
     }
 }

@@ -4,8 +4,9 @@
 // the run ended. The test kills it with SIGKILL at seeded random moments and starts it again.
 //
 // Usage: DurableKillWorker <store> <log> [seed] [lease in ms] [runs, one after the other] [ms a step]. Exits 0 with the value, 3 when the run was
-// cancelled (from another process), 1 on any other error.
+// cancelled (from another process), 1 on any other error. <store> is a file's path, or a PostgreSQL URL.
 import CommandDurable
+import CommandDurablePostgres
 import Foundation
 
 guard Worker.arguments.count >= 3 else {
@@ -14,14 +15,16 @@ guard Worker.arguments.count >= 3 else {
 }
 
 // A worker process: works the steps of runs enqueued by the test (DURABLE_WORKER_MODE=work) until the
-// store holds `runs` runs, all ended.
+// file "<log>.stop" exists; then drains (`stop()`) and exits 0.
 if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {
     do {
-        let store = try DurableStore(
-            path: Worker.arguments[1], durability: .normal, lease: .milliseconds(Worker.leaseMilliseconds))
+        let store = try Worker.openStore()
         try store.register(KillTest.self)
+        try store.register(FanFour.self)
+        try store.register(Hang.self)
         let worker = try store.work(concurrency: 4)
-        while try store.runs().count < Worker.runs || !store.runs(.unfinished).isEmpty {
+        print("working")
+        while !FileManager.default.fileExists(atPath: Worker.logPath + ".stop") {
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         await worker.stop()
@@ -34,8 +37,7 @@ if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {
 }
 
 do {
-    let store = try DurableStore(
-        path: Worker.arguments[1], durability: .normal, lease: .milliseconds(Worker.leaseMilliseconds))
+    let store = try Worker.openStore()
     try store.register(KillTest.self)
     for index in 0..<Worker.runs {
         let run = try store.start(KillTest.self, id: Worker.runs == 1 ? "kill" : "kill-\(index)", input: 1)

@@ -27,6 +27,9 @@ public struct DurableStepRecord: Sendable, Equatable {
     /// When the next attempt may begin, while a retry waits out its backoff (recorded, so a process that
     /// resumes the run waits only the rest of it).
     public let nextAttempt: Date?
+    /// The store that claimed it last, as `host/pid/id` (kept once it ended: who did it); nil before a
+    /// claim and once cancelled.
+    public let owner: String?
 }
 
 /// A run as the store recorded it.

@@ -241,6 +241,10 @@ public final class DurableStore: Sendable {
         return DurableWorker(store: self, concurrency: max(1, concurrency))
     }
 
+    /// The id this store records as the owner of the steps it claims (``DurableStepRecord/owner``):
+    /// `host/pid/` and a tail unique to this store.
+    public var owner: String { storage.owner }
+
     // MARK: Internals
 
     var registeredNames: [String] { state.withLock { Array($0.workflows.keys) } }

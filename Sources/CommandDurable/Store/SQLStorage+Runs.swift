@@ -184,7 +184,7 @@ extension SQLStorage {
                     let id = row[0].string ?? ""
                     let steps = try connection.query(
                         """
-                        SELECT step_id, state, attempt, error, error_type, started, ended, next_attempt_at FROM steps
+                        SELECT step_id, state, attempt, error, error_type, started, ended, next_attempt_at, owner FROM steps
                         WHERE run_id = ? ORDER BY position
                         """, [.text(id)]
                     ).map { step in
@@ -197,7 +197,8 @@ extension SQLStorage {
                             },
                             started: step[5].double.map(Date.init(timeIntervalSince1970:)),
                             ended: step[6].double.map(Date.init(timeIntervalSince1970:)),
-                            nextAttempt: step[7].double.map(Date.init(timeIntervalSince1970:)))
+                            nextAttempt: step[7].double.map(Date.init(timeIntervalSince1970:)),
+                            owner: step[8].string)
                     }
                     return DurableRunRecord(
                         id: id, workflow: row[1].string ?? "",

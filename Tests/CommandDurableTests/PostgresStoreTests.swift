@@ -1,0 +1,301 @@
+import CommandDurable
+import CommandDurablePostgres
+import CommandDurablePostgresTesting
+import CommandTestSupport
+import Foundation
+import Testing
+
+/// The PostgreSQL store's own cases, on a throwaway server the tests start (skipped, with a printed note,
+/// where PostgreSQL is not installed): bad input, worker processes sharing a database (killed, stalled,
+/// cut off by a server restart).
+@Suite(.serialized) struct PostgresStoreTests {
+    /// The enqueuing side's view of the workers' `FanFour` (same name, step ids and types).
+    struct FanFourShape: DurableWorkflow {
+        static let name = "fan-four"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+            let first = flow.step("first") { _ in Command.just(input) }
+            let fan = (0..<4).map { index in flow.step("f\(index)", after: first) { _, value in Command.just(value) } }
+            return flow.step("total", after: fan[0], fan[1], fan[2], fan[3]) { _, a, _, _, _ in Command.just(a) }
+        }
+    }
+
+    /// The enqueuing side's view of the workers' `Hang`.
+    struct HangShape: DurableWorkflow {
+        static let name = "hang"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+            flow.step("hang") { _ in Command.just(input) }
+        }
+    }
+
+    static func databaseName(_ url: String) -> String { URL(string: url)?.lastPathComponent ?? "" }
+
+    static func pid(ofOwner owner: String?) -> Int32? {
+        owner.flatMap { $0.split(separator: "/").dropFirst().first.flatMap { Int32($0) } }
+    }
+
+    /// Raw lines of the outside log: (what, run/step, attempt, pid).
+    static func lines(_ path: String) -> [(what: String, step: String, attempt: Int, pid: Int32)] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 4, let attempt = Int(fields[2]), let pid = Int32(fields[3]) else { return nil }
+            return (String(fields[0]), String(fields[1]), attempt, pid)
+        }
+    }
+
+    static func worker(_ url: String, log: String, seed: UInt64, lease: Int, stepMilliseconds: Int) throws
+        -> DurableKillTests.Child
+    {
+        try DurableKillTests.Child(
+            store: url, log: log, seed: seed, leaseMilliseconds: lease, stepMilliseconds: stepMilliseconds,
+            environment: ["DURABLE_WORKER_MODE": "work"])
+    }
+
+    // MARK: Bad input
+
+    @Test func anUnreachableServer_orWrongCredentials_throwStorage_namingTheHost_notThePassword() async throws {
+        guard let server = try await SharedPostgres.available() else { return }
+        do {
+            _ = try DurableStore(postgres: "postgresql://app:hunter2@127.0.0.1:1/app")
+            Issue.record("a store opened on a port nothing listens on")
+        } catch DurableError.storage(let message) {
+            #expect(message.contains("127.0.0.1:1") && message.contains("could not connect"), "\(message)")
+            #expect(!message.contains("hunter2"))
+        }
+        let url = try await server.makeDatabase()
+        do {
+            _ = try DurableStore(postgres: server.url(database: Self.databaseName(url), password: "wrong-secret"))
+            Issue.record("a store opened with a wrong password")
+        } catch DurableError.storage(let message) {
+            #expect(message.contains("127.0.0.1:\(server.port)") && message.contains("password"), "\(message)")
+            #expect(!message.contains("wrong-secret"))
+        }
+    }
+
+    @Test func aNewerSchema_isRefused_andAnotherSchemaOfThatName_isNotAStore_bothLeftUntouched() async throws {
+        guard let server = try await SharedPostgres.available() else { return }
+        let url = try await server.makeDatabase()
+        try DurableStore(postgres: url).close()
+        try await server.psql("UPDATE awesomecommand.meta SET version = 99", database: Self.databaseName(url))
+        #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) { try DurableStore(postgres: url) }
+        #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) { try DurableStore(postgres: url) }
+
+        let other = try await server.makeDatabase()
+        try await server.psql(
+            "CREATE SCHEMA awesomecommand; CREATE TABLE awesomecommand.mine(x int)", database: Self.databaseName(other))
+        do {
+            _ = try DurableStore(postgres: other)
+            Issue.record("another schema named awesomecommand was taken for a store")
+        } catch DurableError.notAStore(let place) {
+            #expect(place.contains("awesomecommand") && place.contains("127.0.0.1"))
+        }
+    }
+
+    @Test func aWorkflowNotRegisteredHere_isLeftForAWorkerThatDid() async throws {
+        guard let place = try await StorePlace.make(.postgres) else { return }
+        let web = try place.open()
+        defer { web.close() }
+        try web.register(Sum.self)
+        let run = try web.enqueue(Sum.self, id: "left", input: .init(tag: "postgres-left"))
+        let stranger = try place.open()
+        defer { stranger.close() }
+        try stranger.register(FanFourShape.self)
+        let idle = try stranger.work()
+        let host = try place.open()
+        defer { host.close() }
+        try host.register(Sum.self)
+        let worker = try host.work()
+        #expect(try await run.value == 5)
+        await idle.stop()
+        await worker.stop()
+        let owners = Set(try web.runs().first?.steps.compactMap(\.owner) ?? [])
+        #expect(owners == [host.owner])
+    }
+
+    // MARK: Processes on one database
+
+    /// Three worker processes and this one enqueuing: 200 runs of a fan-out of 4 and a fan-in; one worker
+    /// killed with SIGKILL in the middle of steps, started again, killed again. Every run completes with
+    /// its value, every step is recorded completed, the killed worker's steps are taken over after its
+    /// lease, the steps are spread over the workers; then a cancel from here stops a step on a worker.
+    @Test func threeWorkers_200Runs_oneKilledTwice_everyRunCompletes_andACancelReachesTheWorkers() async throws {
+        guard let server = try await SharedPostgres.available() else { return }
+        let url = try await server.makeDatabase()
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let log = folder.file("steps.log")
+        let web = try DurableStore(postgres: url, lease: .seconds(1))
+        defer { web.close() }
+        try web.register(FanFourShape.self)
+        try web.register(HangShape.self)
+        var runs: [DurableRun<Int>] = []
+        for index in 0..<200 { runs.append(try web.enqueue(FanFourShape.self, id: "fan-\(index)", input: index)) }
+        let lease = 1_000
+        let steady = [
+            try Self.worker(url, log: log, seed: 1, lease: lease, stepMilliseconds: 20),
+            try Self.worker(url, log: log, seed: 2, lease: lease, stepMilliseconds: 20),
+        ]
+        var killed: [Int32] = []
+        for round in 0..<2 {
+            let victim = try Self.worker(url, log: log, seed: UInt64(10 + round), lease: lease, stepMilliseconds: 20)
+            let pid = victim.process.processIdentifier
+            // Killed while it has a step begun and not ended.
+            #expect(
+                await DurableKillTests.logShows(log) { _ in
+                    let mine = Self.lines(log).filter { $0.pid == pid }
+                    let started = Set(mine.filter { $0.what == "start" }.map(\.step))
+                    let ended = Set(mine.filter { $0.what == "end" }.map(\.step))
+                    return !started.subtracting(ended).isEmpty
+                })
+            victim.kill()
+            #expect(await victim.exitCode() == -SIGKILL)
+            killed.append(pid)
+        }
+        for (index, run) in runs.enumerated() { #expect(try await run.value == 4 * index + 6) }
+
+        // A cancel from here reaches the worker running the step.
+        let hanging = try web.enqueue(HangShape.self, id: "hang-1", input: 0)
+        #expect(await DurableKillTests.logShows(log) { _ in Self.lines(log).contains { $0.step == "hang-1/hang" } })
+        try web.cancel(runID: "hang-1")
+        #expect(
+            await DurableKillTests.logShows(log) { _ in
+                Self.lines(log).contains { $0.what == "cancelled" && $0.step == "hang-1/hang" }
+            })
+        #expect("\(await terminalState(of: hanging))".hasPrefix("cancelled"))
+
+        _ = FileManager.default.createFile(atPath: log + ".stop", contents: nil)
+        for worker in steady { #expect(await worker.exitCode() == 0, "\(worker.printed)") }
+
+        let records = try web.runs(.workflow("fan-four"))
+        #expect(records.count == 200 && records.allSatisfy { $0.state == .completed })
+        #expect(records.allSatisfy { $0.steps.count == 6 && $0.steps.allSatisfy { $0.state == .completed } })
+        // Who recorded each step: at least two workers, never a killed one for a step it began and lost.
+        let owners = Set(records.flatMap(\.steps).compactMap { Self.pid(ofOwner: $0.owner) })
+        #expect(owners.count >= 2, "steps recorded by \(owners.count) worker(s)")
+        let logLines = Self.lines(log)
+        var takenOver = 0
+        for pid in killed {
+            let mine = logLines.filter { $0.pid == pid }
+            let lost = Set(mine.filter { $0.what == "start" }.map(\.step)).subtracting(
+                mine.filter { $0.what == "end" }.map(\.step))
+            for step in lost {
+                let parts = step.split(separator: "/")
+                let record = records.first { $0.id == parts[0] }?.steps.first { $0.id == parts[1] }
+                #expect(record?.state == .completed && Self.pid(ofOwner: record?.owner) != pid, "\(step)")
+                #expect((record?.attempts ?? 0) >= 2, "\(step) was not begun again")
+                takenOver += 1
+            }
+        }
+        #expect(takenOver >= 2, "the killed workers lost \(takenOver) steps")
+    }
+
+    /// A worker stopped with SIGSTOP past its lease: another takes its steps over and records them; the
+    /// stalled one, continued, ends its step late and has its completion refused: recorded once.
+    @Test func aStalledWorker_pastItsLease_hasItsLateCompletionRefused() async throws {
+        guard let server = try await SharedPostgres.available() else { return }
+        let url = try await server.makeDatabase()
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let log = folder.file("steps.log")
+        let web = try DurableStore(postgres: url, lease: .milliseconds(500))
+        defer { web.close() }
+        try web.register(FanFourShape.self)
+        let stalled = try Self.worker(url, log: log, seed: 1, lease: 500, stepMilliseconds: 400)
+        let stalledPid = stalled.process.processIdentifier
+        let run = try web.enqueue(FanFourShape.self, id: "stall", input: 1)
+        #expect(
+            await DurableKillTests.logShows(log) { _ in
+                Self.lines(log).contains { $0.pid == stalledPid && $0.step == "stall/first" && $0.what == "start" }
+            })
+        _ = kill(stalledPid, SIGSTOP)
+        let other = try Self.worker(url, log: log, seed: 2, lease: 500, stepMilliseconds: 10)
+        #expect(try await run.value == 10)
+        _ = kill(stalledPid, SIGCONT)
+        // The stalled worker's step ends (late), then its completion is refused: drained, it exits.
+        _ = FileManager.default.createFile(atPath: log + ".stop", contents: nil)
+        #expect(await stalled.exitCode() == 0, "\(stalled.printed)")
+        #expect(await other.exitCode() == 0, "\(other.printed)")
+        let late = Self.lines(log).filter { $0.pid == stalledPid && $0.step == "stall/first" }
+        #expect(late.map(\.what) == ["start", "end"], "the stalled step did not end late: \(late)")
+        let step = try #require(try web.runs().first?.steps.first { $0.id == "first" })
+        #expect(step.state == .completed && step.attempts == 2)
+        #expect(Self.pid(ofOwner: step.owner) == other.process.processIdentifier)
+    }
+
+    /// The server restarted under a worker (every connection cut): the worker and this process open their
+    /// connections again, and every run completes with nothing lost.
+    @Test func aServerRestart_underAWorker_losesNoRecord() async throws {
+        guard try await SharedPostgres.available() != nil else { return }
+        // A server of its own: a restart would cut the other tests' connections.
+        let server = try await ThrowawayPostgres.start()
+        defer { server.stop() }
+        let url = try await server.makeDatabase()
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let log = folder.file("steps.log")
+        let web = try DurableStore(postgres: url, lease: .seconds(2))
+        defer { web.close() }
+        try web.register(FanFourShape.self)
+        var runs: [DurableRun<Int>] = []
+        for index in 0..<30 { runs.append(try web.enqueue(FanFourShape.self, id: "r-\(index)", input: index)) }
+        let worker = try Self.worker(url, log: log, seed: 1, lease: 2_000, stepMilliseconds: 30)
+        #expect(await DurableKillTests.logShows(log) { _ in Self.lines(log).filter { $0.what == "end" }.count >= 10 })
+        try await server.restart()
+        for (index, run) in runs.enumerated() { #expect(try await run.value == 4 * index + 6) }
+        _ = FileManager.default.createFile(atPath: log + ".stop", contents: nil)
+        #expect(await worker.exitCode() == 0, "\(worker.printed)")
+        let records = try web.runs()
+        #expect(records.count == 30 && records.allSatisfy { $0.state == .completed })
+        #expect(records.allSatisfy { $0.steps.allSatisfy { $0.state == .completed } })
+    }
+}
+
+/// A cancel recorded by one store reaches the step a worker of another store runs (the store's
+/// notification on a server; the worker's look on SQLite).
+@Suite struct DurableWorkerCancelTests {
+    static let cancelled = Locked<Set<String>>([])
+
+    struct Waits: DurableWorkflow {
+        static let name = "waits"
+        static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+            flow.step("wait") { _ in
+                Command<Int> { result in
+                    Probe.counter.hit("\(input)/wait")
+                    Probe.held.withLock { $0[input] = result }  // kept: the step ends only when cancelled
+                    return BlockCancelable { DurableWorkerCancelTests.cancelled.withLock { _ = $0.insert(input) } }
+                }
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aCancelFromAnotherStore_cancelsTheWorkersStep(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let web = try place.open()
+        defer { web.close() }
+        try web.register(Waits.self)
+        let host = try place.open()
+        defer { host.close() }
+        try host.register(Waits.self)
+        let worker = try host.work()
+        let tag = "\(kind)-waits"
+        let run = try web.enqueue(Waits.self, id: "w", input: tag)
+        let started = Checkpoint()
+        Task {
+            while Probe.counter.count("\(tag)/wait") == 0 { try? await Task.sleep(nanoseconds: 1_000_000) }
+            started.fulfill()
+        }
+        #expect(await started.wait())
+        try web.cancel(runID: "w")
+        let stopped = Checkpoint()
+        Task {
+            while !Self.cancelled.withLock({ $0.contains(tag) }) { try? await Task.sleep(nanoseconds: 1_000_000) }
+            stopped.fulfill()
+        }
+        #expect(await stopped.wait())
+        #expect("\(await terminalState(of: run))".hasPrefix("cancelled"))
+        await worker.stop()
+    }
+}
