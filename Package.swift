@@ -139,6 +139,11 @@ let package = Package(
             path: "Examples/DurableCost"
         ),
         .executableTarget(
+            name: "DurableWorkers",
+            dependencies: ["CommandDurable", "CommandDurablePostgres", "CommandDurablePostgresTesting"],
+            path: "Examples/DurableWorkers"
+        ),
+        .executableTarget(
             name: "ReadmeSnippet",
             dependencies: ["CommandCore", "CommandNetwork"],
             path: "Examples/ReadmeSnippet"
