@@ -146,15 +146,10 @@ public final class ThrowawayPostgres: Sendable {
     /// or throws when it ended first (its log's last lines in the error).
     private func launch() throws {
         let process = Process()
-        let postgres = bin.appendingPathComponent("postgres").path
-        let arguments = ["-D", data] + options
-        if asPostgres {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", "postgres", "--", postgres] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: postgres)
-            process.arguments = arguments
-        }
+        let (executable, arguments) = Self.command(
+            bin.appendingPathComponent("postgres").path, ["-D", data] + options, asPostgres: asPostgres)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         let log = folder.appendingPathComponent("log")
         if !FileManager.default.fileExists(atPath: log.path) {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -226,10 +221,17 @@ public final class ThrowawayPostgres: Sendable {
 
     @discardableResult
     private static func run(_ program: URL, _ arguments: [String], asPostgres: Bool) throws -> String {
-        if asPostgres {
-            return try capture("/usr/sbin/runuser", ["-u", "postgres", "--", program.path] + arguments)
-        }
-        return try capture(program.path, arguments)
+        let (executable, arguments) = command(program.path, arguments, asPostgres: asPostgres)
+        return try capture(executable, arguments)
+    }
+
+    /// How to run one of PostgreSQL's programs: through a shell that gives it a usual 8 MiB stack (a
+    /// test run may have lowered the limit its children inherit: `ulimit -s 512`, which `initdb` and the
+    /// server refuse), as the `postgres` user when this process is root.
+    private static func command(_ program: String, _ arguments: [String], asPostgres: Bool) -> (String, [String]) {
+        let shell = ["/bin/sh", "-c", "ulimit -S -s 8192 2>/dev/null; exec \"$0\" \"$@\"", program] + arguments
+        if asPostgres { return ("/usr/sbin/runuser", ["-u", "postgres", "--"] + shell) }
+        return (shell[0], Array(shell.dropFirst()))
     }
 
     private static func capture(_ program: String, _ arguments: [String]) throws -> String {
