@@ -15,6 +15,13 @@ diff <(awk '/<!-- durable example: /{m=1;next} m&&/^```swift$/{f=1;next} f&&/^``
     || { echo "README's durable example differs from $durable"; exit 1; }
 echo "README's durable example matches $durable"
 
+# The PostgreSQL example, the same way.
+postgres=Tests/CommandDurableTests/ReadmePostgresTests.swift
+diff <(awk '/<!-- postgres example: /{m=1;next} m&&/^```swift$/{f=1;next} f&&/^```$/{exit} f' README.md) \
+    <(awk '/^\/\/ README begin$/{f=1;next} /^\/\/ README end$/{exit} f' "$postgres") \
+    || { echo "README's PostgreSQL example differs from $postgres"; exit 1; }
+echo "README's PostgreSQL example matches $postgres"
+
 # The rules live in the DocC catalogs: nothing a user reads may point to notes outside the repository.
 if grep -rn "shared/notes\|\.\./shared" README.md BENCHMARKS.md Sources/*/*.docc; then
     echo "README, BENCHMARKS.md or the DocC catalogs point to notes that are not in the repository"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the DocC catalogs of CommandCore, CommandGraph, CommandNetwork and CommandDurable with the toolchain's `docc` (symbol graphs
+# Builds the DocC catalogs of CommandCore, CommandGraph, CommandNetwork, CommandDurable and CommandDurablePostgres with the toolchain's `docc` (symbol graphs
 # from SwiftPM's built-in `dump-symbol-graph`, no plugin dependency) into .build-docs/site/<Module>;
 # fails on any warning.
 set -euo pipefail
@@ -8,12 +8,12 @@ scratch=.build-docs
 # It also tries the test bundles and fails on them; only the library graphs are needed, checked below.
 swift package --scratch-path "$scratch" dump-symbol-graph --minimum-access-level public > /dev/null 2>&1 || true
 graphs=$(find "$scratch" -type d -name symbolgraph | head -n 1)
-for module in CommandCore CommandGraph CommandNetwork CommandDurable; do
+for module in CommandCore CommandGraph CommandNetwork CommandDurable CommandDurablePostgres; do
     [ -f "$graphs/$module.symbols.json" ] || { echo "no symbol graph for $module"; exit 1; }
 done
 rm -rf "$scratch/site" "$scratch/graphs"
 mkdir -p "$scratch/site"
-for module in CommandCore CommandGraph CommandNetwork CommandDurable; do
+for module in CommandCore CommandGraph CommandNetwork CommandDurable CommandDurablePostgres; do
     mkdir -p "$scratch/graphs/$module"
     cp "$graphs/$module".symbols.json "$scratch/graphs/$module"/
     cp "$graphs/$module"@*.symbols.json "$scratch/graphs/$module"/ 2>/dev/null || true
