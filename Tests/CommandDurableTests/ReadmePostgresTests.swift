@@ -1,7 +1,7 @@
 // swift-format-ignore-file: OrderedImports
 // The README's "Across machines" example, exactly (scripts/check-readme.sh compares the two); it uses
-// the durable example's `UploadPhoto`. Its import comes second, below the others (as a user's file shows
-// it): hence the ordering rule is off in this file.
+// the durable example's `UploadPhoto`. The README's block starts with its own import, below this file's:
+// the import-ordering rule is off here.
 import CommandDurable
 import Foundation
 import Testing
