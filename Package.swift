@@ -144,6 +144,11 @@ let package = Package(
             path: "Examples/DurableWorkers"
         ),
         .executableTarget(
+            name: "DurableWorkersCost",
+            dependencies: ["CommandDurable", "CommandDurablePostgres", "CommandDurablePostgresTesting"],
+            path: "Examples/DurableWorkersCost"
+        ),
+        .executableTarget(
             name: "ReadmeSnippet",
             dependencies: ["CommandCore", "CommandNetwork"],
             path: "Examples/ReadmeSnippet"

@@ -137,7 +137,8 @@ import Testing
         ]
         var killed: [Int32] = []
         for round in 0..<2 {
-            let victim = try Self.worker(url, log: log, seed: UInt64(10 + round), lease: lease, stepMilliseconds: 20)
+            // Slow steps (300 ms): the kill lands while one is running.
+            let victim = try Self.worker(url, log: log, seed: UInt64(10 + round), lease: lease, stepMilliseconds: 300)
             let pid = victim.process.processIdentifier
             // Killed while it has a step begun and not ended.
             #expect(

@@ -246,19 +246,20 @@ package final class StoreThread: @unchecked Sendable {
             for request in writes { request.abandon(failure) }
             return true
         }
-        for request in writes {
-            do { try connection.execute("SAVEPOINT request") } catch {
-                if connection.isLost { return false }
-                let failure = DurableError.storage(message: "\(error)")
-                finish.append { _ in request.abandon(failure) }
-                continue
-            }
-            let (threw, completion) = request.perform(connection)
+        // A lone request needs no savepoint: if it threw, the whole transaction is rolled back.
+        if writes.count == 1 {
+            let (threw, completion) = writes[0].perform(connection)
             if connection.isLost { return false }
-            // A request that threw undoes what it wrote, and only that.
-            if threw { try? connection.execute("ROLLBACK TO request") }
-            try? connection.execute("RELEASE request")
+            if threw {
+                try? connection.execute("ROLLBACK")
+                completion(nil)
+                return true
+            }
             finish.append(completion)
+        } else {
+            for request in writes {
+                guard runInSavepoint(request, &finish) else { return false }
+            }
         }
         var commitError: (any Error)?
         do {
@@ -270,6 +271,25 @@ package final class StoreThread: @unchecked Sendable {
             try? connection.execute("ROLLBACK")
         }
         for call in finish { call(commitError) }
+        return true
+    }
+
+    /// Runs `request` inside a savepoint of the batch's transaction (its failure undoes what it wrote, and
+    /// only that); false when the connection was lost.
+    private func runInSavepoint(
+        _ request: Request, _ finish: inout [(_ commitError: (any Error)?) -> Void]
+    ) -> Bool {
+        do { try connection.execute("SAVEPOINT request") } catch {
+            if connection.isLost { return false }
+            let failure = DurableError.storage(message: "\(error)")
+            finish.append { _ in request.abandon(failure) }
+            return true
+        }
+        let (threw, completion) = request.perform(connection)
+        if connection.isLost { return false }
+        if threw { try? connection.execute("ROLLBACK TO request") }
+        try? connection.execute("RELEASE request")
+        finish.append(completion)
         return true
     }
 }
