@@ -48,7 +48,7 @@ if arguments.first == "--worker", arguments.count == 3 {
     let worker = try store.work(concurrency: 4)
     print("\(name): working (pid \(getpid()))")
     signal(SIGTERM, SIG_IGN)
-    let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+    let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
     terminate.setEventHandler {
         Task {
             await worker.stop()  // claims nothing more; returns once its running steps are recorded
@@ -112,7 +112,14 @@ print("worker-b: killed with SIGKILL (pid \(victim.processIdentifier)); its step
 for (id, run) in runs { print("\(id): \(try await run.value)") }
 
 for name in ["worker-a", "worker-c"] { kill(workers[name]!.processIdentifier, SIGTERM) }
-for process in workers.values { process.waitUntilExit() }
+for name in names {
+    let process = workers[name]!
+    process.waitUntilExit()
+    let how =
+        process.terminationReason == .uncaughtSignal
+        ? "killed by signal \(process.terminationStatus)" : "exit \(process.terminationStatus)"
+    print("\(name) ended: \(how)")
+}
 
 print("\nwho did which step (the store's records: each step's owner is host/pid/store):")
 var counts: [String: Int] = [:]

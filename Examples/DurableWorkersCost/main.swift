@@ -48,7 +48,7 @@ if arguments.first == "--worker", arguments.count == 3 {
     try store.register(CostChain.self)
     let worker = try store.work(concurrency: Int(arguments[2]) ?? 4)
     signal(SIGTERM, SIG_IGN)
-    let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+    let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
     terminate.setEventHandler {
         Task {
             await worker.stop()

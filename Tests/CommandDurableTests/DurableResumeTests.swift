@@ -16,27 +16,27 @@ import Testing
         return await seen.wait()
     }
 
-    @Test func resume_skipsWhatCompleted_andRunsAgainWhatWasBegun_withAttemptPlusOne() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
-        let first = try DurableStore(path: folder.file(), lease: .milliseconds(300))
+    @Test(arguments: StoreKind.allCases) func resume_skipsWhatCompleted_andRunsAgainWhatWasBegun_withAttemptPlusOne(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let first = try place.open(lease: .milliseconds(300))
         try first.register(DurableRuleTests.Hanging.self)
-        _ = try first.start(DurableRuleTests.Hanging.self, id: "h", input: "resume")
-        #expect(await running("resume"))
+        _ = try first.start(DurableRuleTests.Hanging.self, id: "h", input: "\(kind)-resume")
+        #expect(await running("\(kind)-resume"))
         first.close()  // the step it holds is never renewed nor completed here again
-        Probe.held.withLock { $0["resume"] = nil }
+        Probe.held.withLock { $0["\(kind)-resume"] = nil }
 
-        let second = try DurableStore(path: folder.file(), lease: .milliseconds(300))
+        let second = try place.open(lease: .milliseconds(300))
         try second.register(DurableRuleTests.Hanging.self)
         let report = try second.resumeUnfinished()
         #expect(report.resumed == ["h"])
         // The second step is taken over once the first store's lease ran out; the first step is not run again.
-        #expect(await running("resume"))
-        Probe.held.withLock { $0["resume"] }?.succeed(42)
-        let run = try second.start(DurableRuleTests.Hanging.self, id: "h", input: "resume")
+        #expect(await running("\(kind)-resume"))
+        Probe.held.withLock { $0["\(kind)-resume"] }?.succeed(42)
+        let run = try second.start(DurableRuleTests.Hanging.self, id: "h", input: "\(kind)-resume")
         #expect(try await run.value == 42)
-        #expect(Probe.counter.count("resume/first") == 1)
-        #expect(Probe.counter.count("resume/second") == 2)
+        #expect(Probe.counter.count("\(kind)-resume/first") == 1)
+        #expect(Probe.counter.count("\(kind)-resume/second") == 2)
         let steps = try #require(try second.runs().first?.steps)
         #expect(steps.map(\.attempts) == [1, 2])
         #expect(steps.allSatisfy { $0.state == .completed })
@@ -50,16 +50,16 @@ import Testing
         }
     }
 
-    @Test func aRecordedStepTheWorkflowNoLongerMakes_failsTheRun_recorded() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
-        let first = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+    @Test(arguments: StoreKind.allCases) func aRecordedStepTheWorkflowNoLongerMakes_failsTheRun_recorded(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let first = try place.open(lease: .milliseconds(100))
         try first.register(DurableRuleTests.Hanging.self)
-        _ = try first.start(DurableRuleTests.Hanging.self, id: "w", input: "changed")
-        #expect(await running("changed"))
+        _ = try first.start(DurableRuleTests.Hanging.self, id: "w", input: "\(kind)-changed")
+        #expect(await running("\(kind)-changed"))
         first.close()
 
-        let second = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+        let second = try place.open(lease: .milliseconds(100))
         try second.register(V2.self)
         let report = try second.resumeUnfinished()
         #expect(report.resumed.isEmpty)
@@ -69,7 +69,7 @@ import Testing
         #expect(record.state == .failed)
         #expect(record.steps.map(\.id) == ["first", "second"])  // nothing deleted
         do {
-            _ = try await second.start(V2.self, id: "w", input: "changed").value
+            _ = try await second.start(V2.self, id: "w", input: "\(kind)-changed").value
             Issue.record("the recorded failure was not thrown")
         } catch let error as DurableError {
             #expect(error == .workflowChanged(run: "w", step: "second"))
@@ -84,16 +84,16 @@ import Testing
         }
     }
 
-    @Test func anInputThatNoLongerDecodes_failsTheRun_recordedByResume() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
-        let first = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+    @Test(arguments: StoreKind.allCases) func anInputThatNoLongerDecodes_failsTheRun_recordedByResume(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let first = try place.open(lease: .milliseconds(100))
         try first.register(DurableRuleTests.Hanging.self)
-        _ = try first.start(DurableRuleTests.Hanging.self, id: "i", input: "decoding")
-        #expect(await running("decoding"))
+        _ = try first.start(DurableRuleTests.Hanging.self, id: "i", input: "\(kind)-decoding")
+        #expect(await running("\(kind)-decoding"))
         first.close()
 
-        let second = try DurableStore(path: folder.file())
+        let second = try place.open()
         try second.register(OtherInput.self)
         let report = try second.resumeUnfinished()
         #expect(report.notResumed.map(\.run) == ["i"])
@@ -102,16 +102,16 @@ import Testing
         #expect(record.error?.isEmpty == false)
     }
 
-    @Test func aRunOfAWorkflowNotRegisteredHere_isLeftAsItIs() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
-        let first = try DurableStore(path: folder.file(), lease: .milliseconds(100))
+    @Test(arguments: StoreKind.allCases) func aRunOfAWorkflowNotRegisteredHere_isLeftAsItIs(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let first = try place.open(lease: .milliseconds(100))
         try first.register(DurableRuleTests.Hanging.self)
-        _ = try first.start(DurableRuleTests.Hanging.self, id: "n", input: "unregistered")
-        #expect(await running("unregistered"))
+        _ = try first.start(DurableRuleTests.Hanging.self, id: "n", input: "\(kind)-unregistered")
+        #expect(await running("\(kind)-unregistered"))
         first.close()
 
-        let second = try DurableStore(path: folder.file())
+        let second = try place.open()
         let report = try second.resumeUnfinished()
         #expect(report.resumed.isEmpty)
         #expect(report.notResumed.first?.reason.contains("not registered") == true)
@@ -133,8 +133,12 @@ import Testing
         }
     }
 
-    @Test func aValueThatDoesNotEncode_failsTheStep_withTheEncodingError_recorded() async throws {
-        let store = try DurableStore.inMemory()
+    @Test(arguments: StoreKind.allCases) func aValueThatDoesNotEncode_failsTheStep_withTheEncodingError_recorded(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try place.open()
         try store.register(BadValue.self)
         do {
             _ = try await store.start(BadValue.self, id: "b", input: 0).value
@@ -210,7 +214,7 @@ import Testing
     @Test func aFullDisk_whenAStepEnds_failsTheRun_withStorage_andHalfWritesNothing() async throws {
         let folder = TemporaryFolder()
         defer { folder.remove() }
-        let store = try DurableStore(path: folder.file(), durability: .normal)
+        let store = try place.open(durability: .normal)
         try store.register(Big.self)
         let run = try store.start(Big.self, id: "full", input: 0)
         let seen = Checkpoint()
@@ -239,14 +243,14 @@ import Testing
         #expect(step.state != .completed)  // nothing half-written: the completion was not recorded
     }
 
-    @Test func aBackoff_isRecorded_andAResumedRunWaitsForIt_notRunningAgainAtOnce() async throws {
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
-        Probe.failuresLeft.withLock { $0["backoff"] = 1 }
+    @Test(arguments: StoreKind.allCases) func aBackoff_isRecorded_andAResumedRunWaitsForIt_notRunningAgainAtOnce(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        Probe.failuresLeft.withLock { $0["\(kind)-backoff"] = 1 }
         do {
-            let first = try DurableStore(path: folder.file())
+            let first = try place.open()
             try first.register(LongBackoff.self)
-            _ = try first.start(LongBackoff.self, id: "b", input: "backoff")
+            _ = try first.start(LongBackoff.self, id: "b", input: "\(kind)-backoff")
             let failed = Checkpoint()
             Task {
                 while (try? first.runs().first?.steps.first?.nextAttempt) == nil {
@@ -257,7 +261,7 @@ import Testing
             #expect(await failed.wait())
             first.close()  // killed during the backoff
         }
-        let second = try DurableStore(path: folder.file())
+        let second = try place.open()
         defer { second.close() }
         try second.register(LongBackoff.self)
         #expect(try second.resumeUnfinished().resumed == ["b"])
@@ -267,7 +271,7 @@ import Testing
         let failedAt = try #require(step.ended)
         #expect(abs(next.timeIntervalSince(failedAt) - 3_600) < 5)
         #expect(step.attempts == 1 && step.state == .pending)
-        #expect(Probe.counter.count("backoff/flaky") == 1)  // waiting, not run again
+        #expect(Probe.counter.count("\(kind)-backoff/flaky") == 1)  // waiting, not run again
         try second.cancel(runID: "b")
     }
 
