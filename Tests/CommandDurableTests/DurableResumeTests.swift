@@ -16,7 +16,9 @@ import Testing
         return await seen.wait()
     }
 
-    @Test(arguments: StoreKind.allCases) func resume_skipsWhatCompleted_andRunsAgainWhatWasBegun_withAttemptPlusOne(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func resume_skipsWhatCompleted_andRunsAgainWhatWasBegun_withAttemptPlusOne(
+        kind: StoreKind
+    ) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
         let first = try place.open(lease: .milliseconds(300))
@@ -50,7 +52,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases) func aRecordedStepTheWorkflowNoLongerMakes_failsTheRun_recorded(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func aRecordedStepTheWorkflowNoLongerMakes_failsTheRun_recorded(
+        kind: StoreKind
+    ) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
         let first = try place.open(lease: .milliseconds(100))
@@ -84,7 +88,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases) func anInputThatNoLongerDecodes_failsTheRun_recordedByResume(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func anInputThatNoLongerDecodes_failsTheRun_recordedByResume(kind: StoreKind)
+        async throws
+    {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
         let first = try place.open(lease: .milliseconds(100))
@@ -102,7 +108,9 @@ import Testing
         #expect(record.error?.isEmpty == false)
     }
 
-    @Test(arguments: StoreKind.allCases) func aRunOfAWorkflowNotRegisteredHere_isLeftAsItIs(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func aRunOfAWorkflowNotRegisteredHere_isLeftAsItIs(kind: StoreKind)
+        async throws
+    {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
         let first = try place.open(lease: .milliseconds(100))
@@ -133,7 +141,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases) func aValueThatDoesNotEncode_failsTheStep_withTheEncodingError_recorded(kind: StoreKind)
+    @Test(arguments: StoreKind.allCases) func aValueThatDoesNotEncode_failsTheStep_withTheEncodingError_recorded(
+        kind: StoreKind
+    )
         async throws
     {
         guard let place = try await StorePlace.make(kind) else { return }
@@ -214,7 +224,7 @@ import Testing
     @Test func aFullDisk_whenAStepEnds_failsTheRun_withStorage_andHalfWritesNothing() async throws {
         let folder = TemporaryFolder()
         defer { folder.remove() }
-        let store = try place.open(durability: .normal)
+        let store = try DurableStore(path: folder.file(), durability: .normal)
         try store.register(Big.self)
         let run = try store.start(Big.self, id: "full", input: 0)
         let seen = Checkpoint()
@@ -243,7 +253,9 @@ import Testing
         #expect(step.state != .completed)  // nothing half-written: the completion was not recorded
     }
 
-    @Test(arguments: StoreKind.allCases) func aBackoff_isRecorded_andAResumedRunWaitsForIt_notRunningAgainAtOnce(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func aBackoff_isRecorded_andAResumedRunWaitsForIt_notRunningAgainAtOnce(
+        kind: StoreKind
+    ) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
         Probe.failuresLeft.withLock { $0["\(kind)-backoff"] = 1 }

@@ -61,32 +61,16 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
         case .live(let steps, let final, let execution):
             return runLive(steps: steps, final: final, execution: execution, result)
         case .awaiting(_, let codec):
-            // Read at once, when the store tells of this run's end (from any process sharing a server's
-            // store), and at the backstop's pace otherwise.
-            let poller = Poller(backstop: store.storage.backstop)
-            let subscription = store.storage.feed.subscribe { [id] change in
-                if change == .ended(run: id) { poller.poke() }
-            }
-            poller.start { [self] done in
-                store.storage.runState(id) { [self] answer in
-                    defer { done() }
-                    if result.isCancelled { return poller.stop() }
-                    switch answer {
-                    case .failure(let error):
-                        poller.stop()
-                        result.fail(StepCommand.storageError(error))
-                    case .success(let stored?) where stored.state.isEnded:
-                        poller.stop()
-                        subscription.cancel()
-                        deliverRecorded(stored, codec: codec, result)
-                    case .success:
-                        break
-                    }
+            // One watch for every run this store awaits: it reads their ends together.
+            store.awaited.await(id) { [self] answer in
+                if result.isCancelled { return }
+                switch answer {
+                case .failure(let error): result.fail(StepCommand.storageError(error))
+                case .success(let stored): deliverRecorded(stored, codec: codec, result)
                 }
             }
             return BlockCancelable { [store, id] in
-                poller.stop()
-                subscription.cancel()
+                store.awaited.forget(id)
                 store.recordCancel(id)
             }
         }

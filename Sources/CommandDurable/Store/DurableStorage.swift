@@ -62,6 +62,8 @@ protocol DurableStorage: AnyObject, Sendable {
     /// The recorded values of a run's completed steps at `positions`.
     func stepValues(
         run: String, positions: [Int], completion: @escaping @Sendable (Result<[Int: Data?], any Error>) -> Void)
+    /// Of `runs`, those that ended, as recorded.
+    func endedRuns(among runs: [String], completion: @escaping @Sendable (Result<[StoredRun], any Error>) -> Void)
     /// The run as recorded, without waiting.
     func runState(_ id: String, completion: @escaping @Sendable (Result<StoredRun?, any Error>) -> Void)
     /// Stops the store's thread.

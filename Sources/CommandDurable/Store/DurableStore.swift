@@ -28,6 +28,8 @@ import Foundation
 /// done; runs still running here stop being recorded, and resume later.
 public final class DurableStore: Sendable {
     let storage: any DurableStorage
+    /// The enqueued runs waiting for a worker to record their end.
+    let awaited: AwaitedRuns
     // Guards the workflows registered and the runs running in this process, by id.
     private let state = Locked<(workflows: [String: RegisteredWorkflow], active: [String: any ActiveRun])>(
         ([:], [:]))
@@ -66,6 +68,7 @@ public final class DurableStore: Sendable {
 
     init(storage: any DurableStorage) {
         self.storage = storage
+        awaited = AwaitedRuns(storage: storage)
         armCancelPoll()
     }
 
@@ -202,7 +205,8 @@ public final class DurableStore: Sendable {
     /// sharing the store) and returns it without running anything here: the run's value arrives once a
     /// worker recorded its end (read from the store when the store tells of it: at once from any process
     /// on a server's store, from this process on SQLite's; otherwise every 50 ms on SQLite, every third
-    /// of the lease between 50 ms and 1 s on a server).
+    /// of the lease between 50 ms and 1 s on a server; the store's enqueued runs are read together, in
+    /// one batched read).
     /// `ifExists` as for ``start(_:id:input:ifExists:)``.
     public func enqueue<W: DurableWorkflow>(
         _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep

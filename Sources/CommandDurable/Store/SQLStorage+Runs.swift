@@ -167,6 +167,28 @@ extension SQLStorage {
             }, completion: { result in completion((try? result.get()) ?? []) })
     }
 
+    func endedRuns(among runs: [String], completion: @escaping @Sendable (Result<[StoredRun], any Error>) -> Void) {
+        guard !runs.isEmpty else { return completion(.success([])) }
+        thread.submit(
+            write: false,
+            { connection -> [StoredRun] in
+                // In statements of up to 500 ids (one round trip each on a server).
+                var ended: [StoredRun] = []
+                for chunk in stride(from: 0, to: runs.count, by: 500) {
+                    let ids = runs[chunk..<min(chunk + 500, runs.count)]
+                    let found = try connection.query(
+                        """
+                        SELECT id FROM runs WHERE state IN ('completed', 'failed', 'cancelled')
+                            AND id IN (\(ids.map { _ in "?" }.joined(separator: ", ")))
+                        """, ids.map { .text($0) })
+                    for row in found {
+                        if let id = row[0].string, let run = try Self.loadRun(id, connection) { ended.append(run) }
+                    }
+                }
+                return ended
+            }, completion: completion)
+    }
+
     func records(_ filter: DurableRunFilter) throws -> [DurableRunRecord] {
         try wrap {
             try thread.sync(write: false) { connection in

@@ -296,19 +296,21 @@ package final class StoreThread: @unchecked Sendable {
 
 /// One result handed from the store's thread to a caller waiting for it (a pthread condition, which
 /// ThreadSanitizer understands).
-private final class ResultBox<T>: @unchecked Sendable {
+package final class ResultBox<T>: @unchecked Sendable {
     // `@unchecked Sendable`: `result` is guarded by `condition`.
     private let condition = NSCondition()
     private var result: Result<T, any Error>?
 
-    func put(_ result: Result<T, any Error>) {
+    package init() {}
+
+    package func put(_ result: Result<T, any Error>) {
         condition.lock()
         self.result = result
         condition.signal()
         condition.unlock()
     }
 
-    func take() -> Result<T, any Error> {
+    package func take() -> Result<T, any Error> {
         condition.lock()
         defer { condition.unlock() }
         while result == nil { condition.wait() }

@@ -29,17 +29,16 @@ final class PostgresListener: @unchecked Sendable {
             throw DurableError.storage(message: "could not make a pipe for the listener (errno \(errno))")
         }
         wake = (ends[0], ends[1])
-        let listening = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var opened: Result<Void, any Error> = .success(())
+        let opened = ResultBox<Void>()
         let thread = Thread { [self] in
             Thread.current.threadDictionary[StoreThread.marker] = true
             var connection: PostgresConnection?
             do {
                 connection = try listen()
+                opened.put(.success(()))
             } catch {
-                opened = .failure(error)
+                opened.put(.failure(error))
             }
-            listening.signal()
             if connection != nil { loop(connection) }
             connection?.close()
             close(wake.read)
@@ -48,8 +47,7 @@ final class PostgresListener: @unchecked Sendable {
         }
         thread.name = "AwesomeCommand durable listener"
         thread.start()
-        listening.wait()
-        try opened.get()
+        try opened.take().get()
     }
 
     /// Stops the thread and waits until its connection is closed.

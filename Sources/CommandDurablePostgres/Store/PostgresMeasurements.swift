@@ -50,16 +50,13 @@ package enum PostgresMeasurements {
 
     /// Runs `body` on a thread marked as a store's (libpq may be called there) and waits for it.
     private static func onItsOwnThread<T>(_ body: @escaping () throws -> T) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var outcome: Result<T, any Error>?
+        let outcome = ResultBox<T>()
         nonisolated(unsafe) let work = body
         let thread = Thread {
             Thread.current.threadDictionary[StoreThread.marker] = true
-            outcome = Result { try work() }
-            done.signal()
+            outcome.put(Result { try work() })
         }
         thread.start()
-        done.wait()
-        return try outcome!.get()
+        return try outcome.take().get()
     }
 }
