@@ -13,39 +13,39 @@ extension SQLStorage {
             { [self] connection -> [ReadyStep] in
                 let now = Self.now
                 let names = workflows.map { _ in "?" }.joined(separator: ", ")
-                // Ready in SQL: every step it comes after is completed (`after` holds their positions,
-                // comma-separated); pending past its backoff, or running with a lease that ended (or, where
-                // owners' processes are judged, any running one: checked below).
                 let candidates = try connection.query(
                     """
-                    SELECT s.run_id, s.step_id, s.position, s.state, s.owner, s.lease_until, r.workflow
+                    SELECT s.run_id, s.step_id, s.position, s.after, s.state, s.owner, s.lease_until, r.workflow
                     FROM steps s JOIN runs r ON r.id = s.run_id
                     WHERE r.state IN ('pending', 'running') AND r.cancel_requested = 0 AND r.workflow IN (\(names))
                         AND ((s.state = 'pending' AND (s.next_attempt_at IS NULL OR s.next_attempt_at <= ?))
-                            OR (s.state = 'running' AND (s.lease_until < ? OR ? = 1)))
-                        AND NOT EXISTS (SELECT 1 FROM steps d WHERE d.run_id = s.run_id AND d.state <> 'completed'
-                            AND (',' || s.after || ',') LIKE ('%,' || d.position || ',%'))
-                    ORDER BY r.created, s.position LIMIT ?
-                    """,
-                    workflows.map { .text($0) } + [
-                        .real(now), .real(now), .integer(dialect.judgesOwnerProcesses ? 1 : 0),
-                        .integer(Int64(limit + busy.count + 64)),
-                    ])
+                            OR s.state = 'running')
+                    ORDER BY r.created, s.position LIMIT 1000
+                    """, workflows.map { .text($0) } + [.real(now)])
                 var dead: [String: Bool] = [:]
+                var completed: [String: Set<Int>] = [:]
                 var ready: [ReadyStep] = []
                 for row in candidates {
                     guard ready.count < limit else { break }
                     let run = row[0].string ?? "", step = row[1].string ?? ""
                     if busy.contains("\(run)/\(step)") { continue }
                     // A running step is ready only when its owner lost it: lease expired, or process gone.
-                    if row[3].string == "running", (row[5].double ?? 0) >= now {
-                        let holder = row[4].string ?? ""
+                    if row[4].string == "running", (row[6].double ?? 0) >= now {
+                        let holder = row[5].string ?? ""
                         if dead[holder] == nil { dead[holder] = isDead(owner: holder, connection) }
                         if dead[holder] != true { continue }
                     }
+                    let after = (row[3].string ?? "").split(separator: ",").compactMap { Int($0) }
+                    if completed[run] == nil {
+                        completed[run] = Set(
+                            try connection.query(
+                                "SELECT position FROM steps WHERE run_id = ? AND state = 'completed'", [.text(run)]
+                            ).compactMap { $0[0].int.map(Int.init) })
+                    }
+                    guard after.allSatisfy({ completed[run]!.contains($0) }) else { continue }
                     ready.append(
                         ReadyStep(
-                            run: run, workflow: row[6].string ?? "", step: step, position: Int(row[2].int ?? 0)))
+                            run: run, workflow: row[7].string ?? "", step: step, position: Int(row[2].int ?? 0)))
                 }
                 return ready
             }, completion: completion)
