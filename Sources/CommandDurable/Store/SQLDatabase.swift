@@ -61,7 +61,8 @@ package struct SQLDialect: Sendable {
     /// (SQLite's processes share a host; across hosts a pid means nothing: leases only).
     package let judgesOwnerProcesses: Bool
     /// A statement taking one payload that tells every process sharing the database, once the
-    /// transaction commits (PostgreSQL's `pg_notify`); nil: only this process is told, after the commit.
+    /// transaction commits (PostgreSQL's `pg_notify`); nil: other processes are not told (this process
+    /// always is, after the commit).
     package let notify: String?
     /// What the store's errors name: a file's path, or a server's host, port and database.
     package let place: String
@@ -92,6 +93,13 @@ package enum StoreChange: Equatable, Sendable {
         case .ended(let run): return "ended:\(run)"
         case .cancelled(let run): return "cancelled:\(run)"
         }
+    }
+
+    /// A notification's payload, `"<origin store> <change>"`: the change, unless `origin` is `ignoring`.
+    package init?(notification: String, ignoring origin: String) {
+        guard let space = notification.firstIndex(of: " ") else { return nil }
+        guard notification[..<space] != origin[...] else { return nil }
+        self.init(payload: String(notification[notification.index(after: space)...]))
     }
 
     package init?(payload: String) {

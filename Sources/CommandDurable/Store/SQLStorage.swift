@@ -20,7 +20,7 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
     // `@unchecked Sendable`: the connection is touched only on `thread`; the rest is immutable.
     static let schemaVersion = 1
 
-    let owner: String
+    package let owner: String
     let leaseSeconds: Double
     let thread: StoreThread
     let dialect: SQLDialect
@@ -85,15 +85,16 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
 
     var notifiesEveryProcess: Bool { dialect.notify != nil }
 
-    /// Tells what changed: inside the transaction when the database tells every process (sent once it
-    /// commits); otherwise nothing here (see ``announce(_:)``).
+    /// Tells the other processes what changed, inside the transaction (sent once it commits), when the
+    /// database can: the payload names this store, whose own listener skips it (``announce(_:)`` told this
+    /// process already).
     func notify(_ change: StoreChange, _ connection: any SQLDatabase) throws {
-        if let notify = dialect.notify { try connection.query(notify, [.text(change.payload)]) }
+        if let notify = dialect.notify { try connection.query(notify, [.text("\(owner) \(change.payload)")]) }
     }
 
-    /// After a commit: tells this process's subscribers, when the database does not.
+    /// After a commit: tells this process's subscribers (at once, without a round trip to the database).
     func announce(_ change: StoreChange) {
-        if dialect.notify == nil { feed.post(change) }
+        feed.post(change)
     }
 
     static var now: Double { Date().timeIntervalSince1970 }

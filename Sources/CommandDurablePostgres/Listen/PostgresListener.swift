@@ -2,7 +2,8 @@ import CommandDurable
 import Foundation
 
 /// A store's listening connection: `LISTEN awesomecommand` on a thread of its own, each notification
-/// posted to the store's feed (on a global queue: workers and enqueued runs look at the store at once).
+/// of another store posted to the store's feed (on a global queue: workers and enqueued runs look at the
+/// store at once); the store's own are skipped, since it posts its changes itself after each commit.
 ///
 /// A lost connection is opened again with a backoff (50 ms to 2 s); once it is back, a `.ready` is posted,
 /// since notifications sent meanwhile are gone. ``stop()`` wakes the thread through a pipe and waits for
@@ -14,6 +15,8 @@ final class PostgresListener: @unchecked Sendable {
 
     private let conninfo: String
     private let feed: ChangeFeed
+    /// The store's owner id: its own notifications are skipped (it told its process already).
+    private let origin: String
     private let wake: (read: Int32, write: Int32)
     private let lock = NSLock()
     private var stopped = false
@@ -21,9 +24,10 @@ final class PostgresListener: @unchecked Sendable {
 
     /// Connects and listens before returning (so nothing committed after it is missed); throws what
     /// connecting threw.
-    init(conninfo: String, feed: ChangeFeed) throws {
+    init(conninfo: String, feed: ChangeFeed, origin: String) throws {
         self.conninfo = conninfo
         self.feed = feed
+        self.origin = origin
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else {
             throw DurableError.storage(message: "could not make a pipe for the listener (errno \(errno))")
@@ -98,7 +102,7 @@ final class PostgresListener: @unchecked Sendable {
             if fds[1].revents != 0 { break }
             do {
                 for payload in try current.notifications() {
-                    if let change = StoreChange(payload: payload) { feed.post(change) }
+                    if let change = StoreChange(notification: payload, ignoring: origin) { feed.post(change) }
                 }
             } catch {
                 current.close()

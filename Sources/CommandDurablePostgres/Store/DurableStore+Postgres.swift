@@ -50,7 +50,7 @@ extension DurableStore {
         }
         let listener: PostgresListener
         do {
-            listener = try PostgresListener(conninfo: postgres, feed: storage.feed)
+            listener = try PostgresListener(conninfo: postgres, feed: storage.feed, origin: storage.owner)
         } catch {
             storage.close()
             throw error
