@@ -41,10 +41,16 @@ package protocol SQLDatabase: AnyObject {
     /// The connection itself is gone (a server restarted, a network cut): the store's thread opens another
     /// and runs its requests again. An embedded database is never lost.
     var isLost: Bool { get }
+    /// `error` is a conflict between transactions the database resolved by failing this one (a
+    /// deadlock, a serialization failure): the store's thread rolls its batch back and runs it again.
+    func isConflict(_ error: any Error) -> Bool
     func close()
 }
 
 extension SQLDatabase {
+    /// An embedded database's writers never conflict (one at a time).
+    package func isConflict(_ error: any Error) -> Bool { false }
+
     @discardableResult
     package func query(_ sql: String) throws -> [[SQLValue]] { try query(sql, []) }
 }

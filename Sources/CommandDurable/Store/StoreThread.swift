@@ -37,6 +37,8 @@ package final class StoreThread: @unchecked Sendable {
     private let open: @Sendable () throws -> any SQLDatabase
     private let begin: String
     private let patience: TimeInterval
+    /// Set (on the thread) by a request whose statement lost a conflict with another transaction.
+    private var conflicted = false
     /// Commits made (for the group-commit figures).
     private let commitCount = Locked(0)
 
@@ -101,9 +103,12 @@ package final class StoreThread: @unchecked Sendable {
         }
         let request = Request(
             write: write, deadline: hop ? nil : Date().addingTimeInterval(patience),
-            perform: { connection in
+            perform: { [unowned self] connection in
                 let result: Result<T, any Error>
-                do { result = .success(try body(connection)) } catch { result = .failure(error) }
+                do { result = .success(try body(connection)) } catch {
+                    if connection.isConflict(error) { conflicted = true }
+                    result = .failure(error)
+                }
                 // The result crosses to the completion's thread once; it is not touched here afterwards.
                 nonisolated(unsafe) let outcome = result
                 let threw: Bool
@@ -193,7 +198,15 @@ package final class StoreThread: @unchecked Sendable {
     private func run(_ batch: [Request]) {
         var batch = batch
         var delay: TimeInterval = 0.05
-        while !attempt(batch) {
+        while true {
+            let outcome = attempt(batch)
+            if outcome == .done { return }
+            if outcome == .conflict {
+                // Lost a conflict (a deadlock with another process's transaction): rolled back; again,
+                // after a short random pause so the two do not meet again.
+                Thread.sleep(forTimeInterval: Double.random(in: 0.001...0.02))
+                continue
+            }
             // The connection is lost: open another, with a backoff, until it opens or the store closes.
             var reason = "the connection was lost"
             while true {
@@ -226,39 +239,45 @@ package final class StoreThread: @unchecked Sendable {
         }
     }
 
-    /// One batch: the reads first, each on its own; the writes together in one transaction. Returns false
-    /// when the connection was lost under it (nothing is finished then: the batch runs again).
-    private func attempt(_ batch: [Request]) -> Bool {
+    private enum Outcome { case done, lost, conflict }
+
+    /// One batch: the reads first, each on its own; the writes together in one transaction. Nothing is
+    /// finished when the connection was lost under it, or when a request lost a conflict (the
+    /// transaction is rolled back): the batch runs again.
+    private func attempt(_ batch: [Request]) -> Outcome {
         var finish: [(_ commitError: (any Error)?) -> Void] = []
         var reads: [(_ commitError: (any Error)?) -> Void] = []
         let writes = batch.filter(\.write)
         for request in batch where !request.write {
             reads.append(request.perform(connection).finish)
-            if connection.isLost { return false }
+            if connection.isLost { return .lost }
+            if conflicted { return rolledBack() }
         }
         for call in reads { call(nil) }
-        guard !writes.isEmpty else { return true }
+        guard !writes.isEmpty else { return .done }
         do {
             try connection.execute(begin)
         } catch {
-            if connection.isLost { return false }
+            if connection.isLost { return .lost }
             let failure = DurableError.storage(message: "could not begin a transaction: \(error)")
             for request in writes { request.abandon(failure) }
-            return true
+            return .done
         }
         // A lone request needs no savepoint: if it threw, the whole transaction is rolled back.
         if writes.count == 1 {
             let (threw, completion) = writes[0].perform(connection)
-            if connection.isLost { return false }
+            if connection.isLost { return .lost }
+            if conflicted { return rolledBack() }
             if threw {
                 try? connection.execute("ROLLBACK")
                 completion(nil)
-                return true
+                return .done
             }
             finish.append(completion)
         } else {
             for request in writes {
-                guard runInSavepoint(request, &finish) else { return false }
+                guard runInSavepoint(request, &finish) else { return .lost }
+                if conflicted { return rolledBack() }
             }
         }
         var commitError: (any Error)?
@@ -266,12 +285,20 @@ package final class StoreThread: @unchecked Sendable {
             try connection.execute("COMMIT")
             commitCount.withLock { $0 += 1 }
         } catch {
-            if connection.isLost { return false }
+            if connection.isLost { return .lost }
+            if connection.isConflict(error) { return rolledBack() }
             commitError = DurableError.storage(message: "a commit failed: \(error)")
             try? connection.execute("ROLLBACK")
         }
         for call in finish { call(commitError) }
-        return true
+        return .done
+    }
+
+    /// Rolls the batch's transaction back after a lost conflict.
+    private func rolledBack() -> Outcome {
+        conflicted = false
+        try? connection.execute("ROLLBACK")
+        return .conflict
     }
 
     /// Runs `request` inside a savepoint of the batch's transaction (its failure undoes what it wrote, and

@@ -53,6 +53,13 @@ final class PostgresConnection: SQLDatabase {
 
     var isLost: Bool { handle.map { PQstatus($0) != CONNECTION_OK } ?? true }
 
+    /// A deadlock (`40P01`) or a serialization failure (`40001`): PostgreSQL failed this transaction to
+    /// let another go on; running it again succeeds.
+    func isConflict(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.state == "40P01" || error.state == "40001"
+    }
+
     /// The socket to wait on for notifications.
     var socket: Int32 { handle.map { PQsocket($0) } ?? -1 }
 
