@@ -14,8 +14,8 @@ import Foundation
 /// fails for good fails the run.
 ///
 /// **Threads.** It looks for ready steps when a step of its own ends and when the store tells it that
-/// steps became ready (a server's store tells every process: PostgreSQL's `LISTEN`/`NOTIFY`; SQLite's,
-/// this process only), and otherwise as a backstop: every 50 ms on SQLite, a third of the lease (50 ms
+/// steps became ready (a server's store tells every process: PostgreSQL's `LISTEN`/`NOTIFY`; an SQLite
+/// store tells only its own workers and runs), and otherwise as a backstop: every 50 ms on SQLite, a third of the lease (50 ms
 /// to 1 s) on a server. The store's answers arrive on the store's thread or a global queue; each step's
 /// command runs on its own queue. **Stop:** ``stop()`` claims nothing more and returns once the steps it runs have
 /// ended and been recorded. A run cancelled from any process has its steps here cancelled at the next
