@@ -35,7 +35,7 @@ public final class ThrowawayPostgres: Sendable {
     private let options: [String]
     /// The running server's process (`postgres` itself, in the foreground: `pg_ctl start` would leave a
     /// daemon holding the descriptors Foundation's `Process` watches, and never be seen to end).
-    private let server = ProcessBox()
+    private let server = LockedValue<Process?>(nil)
 
     private init(port: Int, folder: URL, bin: URL, asPostgres: Bool, options: [String]) {
         self.port = port
@@ -125,7 +125,7 @@ public final class ThrowawayPostgres: Sendable {
     public func restart() async throws {
         try await offThePool {
             try self.pgctl(["stop", "-w", "-m", "fast", "-t", "60"])
-            self.server.take()?.waitUntilExit()
+            self.takeServer()?.waitUntilExit()
             try self.launch()
         }
     }
@@ -133,12 +133,19 @@ public final class ThrowawayPostgres: Sendable {
     /// Stops the server and deletes its folder.
     public func stop() {
         try? pgctl(["stop", "-m", "immediate", "-w", "-t", "60"])
-        server.take()?.waitUntilExit()
+        takeServer()?.waitUntilExit()
         try? FileManager.default.removeItem(at: folder)
         registry.withLock { servers in servers.removeAll { $0 === self } }
     }
 
     // MARK: Internals
+
+    private func takeServer() -> Process? {
+        server.withLock { process in
+            defer { process = nil }
+            return process
+        }
+    }
 
     private var data: String { folder.appendingPathComponent("data").path }
 
@@ -161,11 +168,11 @@ public final class ThrowawayPostgres: Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         try? output.close()
-        server.put(process)
+        server.withLock { $0 = process }
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if !process.isRunning {
-                _ = server.take()
+                _ = takeServer()
                 let tail = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(3)
                 throw Unavailable(
                     description: "postgres ended before accepting connections: "
@@ -263,43 +270,26 @@ public final class ThrowawayPostgres: Sendable {
     }
 }
 
-/// The server's process, while it runs.
-private final class ProcessBox: @unchecked Sendable {
-    // `@unchecked Sendable`: `process` is guarded by `lock`.
-    private let lock = NSLock()
-    private var process: Process?
-
-    func put(_ process: Process) {
-        lock.lock()
-        self.process = process
-        lock.unlock()
-    }
-
-    func take() -> Process? {
-        lock.lock()
-        defer { lock.unlock() }
-        defer { process = nil }
-        return process
-    }
-}
-
 /// Servers still running, stopped at the process's exit.
-private let registry: LockedServers = {
+private let registry: LockedValue<[ThrowawayPostgres]> = {
     atexit {
         for server in registry.withLock({ $0 }) { server.stop() }
     }
-    return LockedServers()
+    return LockedValue<[ThrowawayPostgres]>([])
 }()
 
-private final class LockedServers: @unchecked Sendable {
-    // `@unchecked Sendable`: `servers` is guarded by `lock`.
+/// A value behind a lock (this module depends on nothing, so not `CommandCore`'s `Locked`).
+private final class LockedValue<Value>: @unchecked Sendable {
+    // `@unchecked Sendable`: `value` is guarded by `lock`.
     private let lock = NSLock()
-    private var servers: [ThrowawayPostgres] = []
+    private var value: Value
 
-    func withLock<T>(_ body: (inout [ThrowawayPostgres]) -> T) -> T {
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) -> T) -> T {
         lock.lock()
         defer { lock.unlock() }
-        return body(&servers)
+        return body(&value)
     }
 }
 

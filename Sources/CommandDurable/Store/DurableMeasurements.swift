@@ -14,75 +14,53 @@ package enum DurableMeasurements {
     /// each step as a durable step does in two transactions ("insert the step's row", then "update it
     /// with its value"), one after the other. Returns seconds.
     package static func floor(path: String, steps: Int, durability: DurableDurability) throws -> Double {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var outcome: Result<Double, any Error> = .success(0)
-        let thread = Thread {
-            Thread.current.threadDictionary[StoreThread.marker] = true
-            do {
-                let connection = try SQLiteConnection(path: path)
-                defer { connection.close() }
-                try connection.execute("PRAGMA journal_mode = WAL")
-                try connection.execute(
-                    durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
-                try connection.execute(
-                    """
-                    CREATE TABLE IF NOT EXISTS steps(run_id TEXT NOT NULL, step_id TEXT NOT NULL, state TEXT,
-                        value BLOB, PRIMARY KEY (run_id, step_id)) WITHOUT ROWID
-                    """)
-                let start = Date()
-                for step in 0..<steps {
-                    try connection.execute("BEGIN IMMEDIATE")
-                    try connection.query(
-                        "INSERT INTO steps(run_id, step_id, state) VALUES ('floor', ?, 'running')", [.text("s\(step)")])
-                    try connection.execute("COMMIT")
-                    try connection.execute("BEGIN IMMEDIATE")
-                    try connection.query(
-                        "UPDATE steps SET state = 'completed', value = ? WHERE run_id = 'floor' AND step_id = ?",
-                        [.blob(Data("\(step)".utf8)), .text("s\(step)")])
-                    try connection.execute("COMMIT")
-                }
-                outcome = .success(Date().timeIntervalSince(start))
-            } catch {
-                outcome = .failure(error)
+        try StoreThread.runAlone {
+            let connection = try SQLiteConnection(path: path)
+            defer { connection.close() }
+            try connection.execute("PRAGMA journal_mode = WAL")
+            try connection.execute(
+                durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            try connection.execute(
+                """
+                CREATE TABLE IF NOT EXISTS steps(run_id TEXT NOT NULL, step_id TEXT NOT NULL, state TEXT,
+                    value BLOB, PRIMARY KEY (run_id, step_id)) WITHOUT ROWID
+                """)
+            let start = Date()
+            for step in 0..<steps {
+                try connection.execute("BEGIN IMMEDIATE")
+                try connection.query(
+                    "INSERT INTO steps(run_id, step_id, state) VALUES ('floor', ?, 'running')", [.text("s\(step)")])
+                try connection.execute("COMMIT")
+                try connection.execute("BEGIN IMMEDIATE")
+                try connection.query(
+                    "UPDATE steps SET state = 'completed', value = ? WHERE run_id = 'floor' AND step_id = ?",
+                    [.blob(Data("\(step)".utf8)), .text("s\(step)")])
+                try connection.execute("COMMIT")
             }
-            done.signal()
+            return Date().timeIntervalSince(start)
         }
-        thread.start()
-        done.wait()
-        return try outcome.get()
     }
 
     /// Records `count` ended runs (one completed step each) in the store at `path`, in one transaction,
     /// on a thread of its own.
     package static func seedEndedRuns(path: String, count: Int) throws {
         try DurableStore(path: path, durability: .normal).close()
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var failure: (any Error)?
-        let thread = Thread {
-            Thread.current.threadDictionary[StoreThread.marker] = true
-            do {
-                let connection = try SQLiteConnection(path: path)
-                defer { connection.close() }
-                try connection.execute("BEGIN IMMEDIATE")
-                let now = Date().timeIntervalSince1970
-                for index in 0..<count {
-                    try connection.query(
-                        """
-                        INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
-                        VALUES (?, 'seeded', x'7b7d', 'completed', ?, ?, 'only')
-                        """, [.text("run-\(index)"), .real(now), .real(now)])
-                    try connection.query(
-                        "INSERT INTO steps(run_id, step_id, position, state, attempt) VALUES (?, 'only', 0, 'completed', 1)",
-                        [.text("run-\(index)")])
-                }
-                try connection.execute("COMMIT")
-            } catch {
-                failure = error
+        try StoreThread.runAlone {
+            let connection = try SQLiteConnection(path: path)
+            defer { connection.close() }
+            try connection.execute("BEGIN IMMEDIATE")
+            let now = Date().timeIntervalSince1970
+            for index in 0..<count {
+                try connection.query(
+                    """
+                    INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
+                    VALUES (?, 'seeded', x'7b7d', 'completed', ?, ?, 'only')
+                    """, [.text("run-\(index)"), .real(now), .real(now)])
+                try connection.query(
+                    "INSERT INTO steps(run_id, step_id, position, state, attempt) VALUES (?, 'only', 0, 'completed', 1)",
+                    [.text("run-\(index)")])
             }
-            done.signal()
+            try connection.execute("COMMIT")
         }
-        thread.start()
-        done.wait()
-        if let failure { throw failure }
     }
 }

@@ -86,6 +86,19 @@ package final class StoreThread: @unchecked Sendable {
 
     var commits: Int { commitCount.withLock { $0 } }
 
+    /// Runs `body` on a thread of its own, marked as a store's (the database may be called there), and
+    /// waits for it: the measurement tools' floors and seeds, never the engine's requests.
+    package static func runAlone<T>(_ body: @escaping () throws -> T) throws -> T {
+        let outcome = ResultBox<T>()
+        nonisolated(unsafe) let work = body
+        let thread = Thread {
+            Thread.current.threadDictionary[marker] = true
+            outcome.put(Result { try work() })
+        }
+        thread.start()
+        return try outcome.take().get()
+    }
+
     /// Runs `body` on the thread, inside a write transaction (with others: group commit) when `write`;
     /// `completion` gets its result once the transaction committed, on a global queue (`hop`) or on the
     /// thread itself (a synchronous caller waking up).

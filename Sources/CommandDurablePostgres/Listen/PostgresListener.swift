@@ -10,7 +10,7 @@ import Foundation
 /// it to close the connection.
 final class PostgresListener: @unchecked Sendable {
     // `@unchecked Sendable`: the connection is made and touched only by the thread; the pipe's ends are
-    // immutable after init; `stopped` is guarded by `lock`.
+    // immutable after init; `stopped` is a `Locked`.
     static let channel = "awesomecommand"
 
     private let conninfo: String
@@ -18,8 +18,7 @@ final class PostgresListener: @unchecked Sendable {
     /// The store's owner id: its own notifications are skipped (it told its process already).
     private let origin: String
     private let wake: (read: Int32, write: Int32)
-    private let lock = NSLock()
-    private var stopped = false
+    private let stopped = Locked(false)
     private let finished = DispatchSemaphore(value: 0)
 
     /// Connects and listens before returning (so nothing committed after it is missed); throws what
@@ -56,21 +55,17 @@ final class PostgresListener: @unchecked Sendable {
 
     /// Stops the thread and waits until its connection is closed.
     func stop() {
-        lock.lock()
-        let first = !stopped
-        stopped = true
-        lock.unlock()
+        let first = stopped.withLock { stopped in
+            defer { stopped = true }
+            return !stopped
+        }
         guard first else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
         finished.wait()
     }
 
-    private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
-    }
+    private var isStopped: Bool { stopped.withLock { $0 } }
 
     private func listen() throws -> PostgresConnection {
         let connection = try PostgresConnection(conninfo)

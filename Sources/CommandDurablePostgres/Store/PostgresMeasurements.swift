@@ -8,7 +8,7 @@ package enum PostgresMeasurements {
     /// FOR UPDATE SKIP LOCKED`, mark it running), then mark it done with its value. `synchronous_commit`
     /// as `durability` says. Returns seconds.
     package static func floor(url: String, steps: Int, durability: DurableDurability) throws -> Double {
-        try onItsOwnThread {
+        try StoreThread.runAlone {
             let connection = try PostgresConnection(url)
             defer { connection.close() }
             try connection.execute("SET synchronous_commit TO \(durability == .full ? "on" : "off")")
@@ -41,22 +41,10 @@ package enum PostgresMeasurements {
 
     /// Runs `sql` on a connection of its own (a measurement's reset: dropping the store's schema).
     package static func execute(_ sql: String, url: String) throws {
-        try onItsOwnThread {
+        try StoreThread.runAlone {
             let connection = try PostgresConnection(url)
             defer { connection.close() }
             try connection.execute(sql)
         }
-    }
-
-    /// Runs `body` on a thread marked as a store's (libpq may be called there) and waits for it.
-    private static func onItsOwnThread<T>(_ body: @escaping () throws -> T) throws -> T {
-        let outcome = ResultBox<T>()
-        nonisolated(unsafe) let work = body
-        let thread = Thread {
-            Thread.current.threadDictionary[StoreThread.marker] = true
-            outcome.put(Result { try work() })
-        }
-        thread.start()
-        return try outcome.take().get()
     }
 }
