@@ -229,8 +229,9 @@ import Testing
         defer { folder.remove() }
         let store = folder.file(), log = folder.file("steps.log")
         try DurableStore(path: store).close()
-        // Steps of 300 ms: the run lasts seconds, so the cancel finds it running however slow this machine is.
-        let worker = try Child(store: store, log: log, seed: 5, leaseMilliseconds: 600, stepMilliseconds: 300)
+        // Its first step never ends (10 minutes): the cancel finds the run running however slow this
+        // machine is.
+        let worker = try Child(store: store, log: log, seed: 5, leaseMilliseconds: 600, stepMilliseconds: 600_000)
         #expect(await Self.logShows(log) { !$0.isEmpty })
         let canceller = try DurableStore(path: store)
         try canceller.cancel(runID: "kill")
@@ -246,10 +247,11 @@ import Testing
         defer { folder.remove() }
         let store = folder.file(), log = folder.file("steps.log")
         try DurableStore(path: store).close()
-        // Steps of 100 ms: it is in the middle of its run when stopped, however slow this machine is.
-        let stalled = try Child(store: store, log: log, seed: 6, leaseMilliseconds: 300, stepMilliseconds: 100)
+        // It stops itself (`SIGSTOP`) as it starts step c2, holding that step's claim.
+        let stalled = try Child(
+            store: store, log: log, seed: 6, leaseMilliseconds: 300, stepMilliseconds: 100,
+            environment: ["DURABLE_STOP_AT": "c2"])
         #expect(await Self.logShows(log) { $0.contains { $0.start && $0.step == "kill/c2" } })
-        _ = Foundation.kill(stalled.process.processIdentifier, SIGSTOP)
         let other = try Child(store: store, log: log, seed: 7, leaseMilliseconds: 300)
         #expect(await other.exitCode() == 0)
         #expect(other.printed.contains("value 145"))

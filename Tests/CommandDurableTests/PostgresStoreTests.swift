@@ -43,12 +43,14 @@ import Testing
         }
     }
 
-    static func worker(_ url: String, log: String, seed: UInt64, lease: Int, stepMilliseconds: Int) throws
-        -> DurableKillTests.Child
-    {
+    static func worker(
+        _ url: String, log: String, seed: UInt64, lease: Int, stepMilliseconds: Int, stopAt: String? = nil
+    ) throws -> DurableKillTests.Child {
         try DurableKillTests.Child(
             store: url, log: log, seed: seed, leaseMilliseconds: lease, stepMilliseconds: stepMilliseconds,
-            environment: ["DURABLE_WORKER_MODE": "work"])
+            environment: ["DURABLE_WORKER_MODE": "work"].merging(stopAt.map { ["DURABLE_STOP_AT": $0] } ?? [:]) {
+                $1
+            })
     }
 
     // MARK: Bad input
@@ -137,8 +139,10 @@ import Testing
         ]
         var killed: [Int32] = []
         for round in 0..<2 {
-            // Slow steps (300 ms): the kill lands while one is running.
-            let victim = try Self.worker(url, log: log, seed: UInt64(10 + round), lease: lease, stepMilliseconds: 300)
+            // Its steps never end (10 minutes): the kill lands while every step it began is running,
+            // however late this process sees the log.
+            let victim = try Self.worker(
+                url, log: log, seed: UInt64(10 + round), lease: lease, stepMilliseconds: 600_000)
             let pid = victim.process.processIdentifier
             // Killed while it has a step begun and not ended.
             #expect(
@@ -201,14 +205,14 @@ import Testing
         let web = try DurableStore(postgres: url, lease: .milliseconds(500))
         defer { web.close() }
         try web.register(FanFourShape.self)
-        let stalled = try Self.worker(url, log: log, seed: 1, lease: 500, stepMilliseconds: 400)
+        // It stops itself (`SIGSTOP`) as it starts the step, holding its claim.
+        let stalled = try Self.worker(url, log: log, seed: 1, lease: 500, stepMilliseconds: 400, stopAt: "first")
         let stalledPid = stalled.process.processIdentifier
         let run = try web.enqueue(FanFourShape.self, id: "stall", input: 1)
         #expect(
             await DurableKillTests.logShows(log) { _ in
                 Self.lines(log).contains { $0.pid == stalledPid && $0.step == "stall/first" && $0.what == "start" }
             })
-        _ = kill(stalledPid, SIGSTOP)
         let other = try Self.worker(url, log: log, seed: 2, lease: 500, stepMilliseconds: 10)
         #expect(try await run.value == 10)
         _ = kill(stalledPid, SIGCONT)

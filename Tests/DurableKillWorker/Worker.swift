@@ -13,6 +13,10 @@ enum Worker {
     /// Each step's work in milliseconds (argv[6]; 5-30, by step, by default).
     static var stepMilliseconds: Int? { arguments.count > 6 ? Int(arguments[6]) : nil }
     static let pid = ProcessInfo.processInfo.processIdentifier
+    /// The step (environment `DURABLE_STOP_AT`) whose first attempt stops this process with `SIGSTOP` once
+    /// its start is logged: a stall at a known point, whatever the machine's load (a test's `SIGSTOP`
+    /// sent on seeing the log line could land after the whole run had ended).
+    static let stopAt = ProcessInfo.processInfo.environment["DURABLE_STOP_AT"]
     /// The results of steps that end only when cancelled.
     static let held = Locked<[CommandResult<Int>]>([])
 
@@ -40,6 +44,7 @@ enum Worker {
     static func work(_ context: StepContext, _ value: Int) -> Command<Int> {
         Command<Int> { result in
             append("start \(context.runID)/\(context.stepID) \(context.attempt) \(pid)")
+            if context.stepID == stopAt && context.attempt == 1 { _ = raise(SIGSTOP) }
             var hash = seed
             for byte in context.stepID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
             let milliseconds = stepMilliseconds ?? 5 + Int(hash % 25)
