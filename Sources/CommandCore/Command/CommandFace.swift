@@ -14,6 +14,9 @@ package protocol CommandFace: AnyObject, Sendable {
 
     /// Calls `ended` with the terminal state, on the thread where the command ended.
     func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void)
+    /// Tells `watch` the command and its terminal state, on the thread where it ended: nothing is
+    /// allocated per command (a graph or group passes one watch for all its members).
+    func watchEnd(by watch: EndWatch)
     /// Every state change, on `context` (`Command.observeState(on:_:)` itself).
     @discardableResult
     func observeState(on context: CallbackContext?, _ handler: @escaping @Sendable (CommandState) -> Void)
@@ -48,12 +51,35 @@ extension Command: CommandFace {
         observeState(on: .immediate) { state in if state.isTerminal { ended(state) } }
     }
 
+    package func watchEnd(by watch: EndWatch) {
+        // One watch a command: a second (a command in two graphs), or a command that already ended,
+        // is told through an observer (which replays the end).
+        let kept = machine.withLock { machine -> Bool in
+            guard machine.endWatch == nil, machine.outcome == nil else { return false }
+            machine.endWatch = watch
+            return true
+        }
+        if !kept { observeEnd { [self] state in watch.ended(self, state) } }
+    }
+
     /// Pinned as `execute` pins (never cancelled for lack of consumers), without an observer: the
     /// caller watches the end itself (a group's child, a condition's dependency).
     package func executeQuietly() {
         machine.withLock { $0.pinned = true }
         executeGraph()
     }
+}
+
+/// Told when a command it watches ended (``CommandFace/watchEnd(by:)``), on the thread where the
+/// command ended, after its observers' and dependents' wake-ups were scheduled: one watch for every
+/// member of a graph or a group, held by each member until it ends (8 bytes a command, nothing
+/// allocated per command; an observer per member cost about 400 bytes a node).
+package final class EndWatch: Sendable {
+    private let handler: @Sendable (Operation, CommandState) -> Void
+
+    package init(_ handler: @escaping @Sendable (Operation, CommandState) -> Void) { self.handler = handler }
+
+    func ended(_ command: Operation, _ state: CommandState) { handler(command, state) }
 }
 
 /// The display name of any operation: a command's `displayName`, else its `name`, else its type.

@@ -192,17 +192,18 @@ extension Command {
         if let ending { perform(ending) }
     }
 
-    func categoriesGranted(_ ticket: UInt64) {
+    func categoriesGranted(_ ticket: UInt64, lane: Bool) {
         let open = machine.withLock { machine -> Bool in
             guard machine.outcome == nil, machine.gate != nil else { return false }
             return machine.gate!.granted(ticket)
         }
-        if open { gateOpened() } else { Exclusivity.leave(ticket) }
+        if open { gateOpened(lane: lane) } else { Exclusivity.leave(ticket) }
     }
 
     /// The gate opened: a queue of yours may start the command now, and the engine's hand-over
-    /// continues if it waited.
-    private func gateOpened() {
+    /// continues if it waited (on a lane if it came from its dependency's lane, or if `lane`: its
+    /// categories were released by a command ending on this thread).
+    private func gateOpened(lane: Bool = false) {
         let (engine, tracked) = machine.withLock { machine in
             (machine.gate?.takeEngineWaiting() ?? (waiting: false, lane: false), machine.face.tracking == .on)
         }
@@ -212,6 +213,6 @@ extension Command {
         } else {
             machine.withLock { $0.face.gateOpen = true }
         }
-        if engine.waiting { handOver(lane: engine.lane) }
+        if engine.waiting { handOver(lane: engine.lane || lane) }
     }
 }

@@ -13,10 +13,30 @@ import Dispatch
 /// with the group that holds `c` for all of them.
 struct ExclusivityBook: Sendable {
     /// A category within a scope (the group that holds it, or the whole process).
+    ///
+    /// Its hash is computed once, when it is made: the book looks a key up about ten times a command
+    /// (held, wanted, the walk), and hashing the category's text each time cost about a tenth of an
+    /// exclusive command (callgrind).
     struct Key: Hashable, Sendable, Comparable {
         let category: String
         /// The group whose hold the request runs inside, or nil: the process.
         let scope: ObjectIdentifier?
+        private let hash: Int
+
+        init(category: String, scope: ObjectIdentifier?) {
+            self.category = category
+            self.scope = scope
+            var hasher = Hasher()
+            hasher.combine(category)
+            hasher.combine(scope)
+            hash = hasher.finalize()
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.hash == rhs.hash && lhs.scope == rhs.scope && lhs.category == rhs.category
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
         static func < (lhs: Key, rhs: Key) -> Bool {
             if lhs.category != rhs.category { return lhs.category < rhs.category }
@@ -112,7 +132,7 @@ struct ExclusivityBook: Sendable {
     /// for a few categories is not walked to its end on every release).
     private mutating func grantWaiting(now: UInt64) -> [UInt64] {
         var granted: [UInt64] = []
-        var blocked = Set<Key>()
+        var blocked = BlockedKeys()
         var index = head
         while index < line.count, blocked.count < wanted.count {
             defer { index += 1 }
@@ -122,10 +142,30 @@ struct ExclusivityBook: Sendable {
                 grant(request, now: now)
                 granted.append(request.ticket)
             } else {
-                blocked.formUnion(request.keys)
+                for key in request.keys { blocked.insert(key) }
             }
         }
         return granted
+    }
+
+    /// Keys an earlier waiting request needs, during one walk: usually a few, so a list (no hashing);
+    /// a set once there are many, so a line of thousands of categories is not walked quadratically.
+    private struct BlockedKeys {
+        private var few: [Key] = []
+        private var many: Set<Key>?
+
+        var count: Int { many?.count ?? few.count }
+
+        func contains(_ key: Key) -> Bool { many?.contains(key) ?? few.contains(key) }
+
+        mutating func insert(_ key: Key) {
+            if many != nil {
+                many!.insert(key)
+            } else if !few.contains(key) {
+                few.append(key)
+                if few.count > 16 { many = Set(few) }
+            }
+        }
     }
 
     /// Takes the waiting request at `index` out of the line.
@@ -168,7 +208,9 @@ struct ExclusivityBook: Sendable {
 /// Told when its request is granted (a command, through ``AnyCommand``; a test's stand-in): an object,
 /// not a closure, so a request allocates no context.
 protocol ExclusivityWaiter: AnyObject, Sendable {
-    func categoriesGranted(_ ticket: UInt64)
+    /// `lane`: granted by a release on the thread where the holder ended; the first such command
+    /// continues on a lane queue, as a dependent made ready by an ending does (see `QueuePool`).
+    func categoriesGranted(_ ticket: UInt64, lane: Bool)
 }
 
 /// The process's ``ExclusivityBook``, and the commands to tell when their request is granted.
@@ -194,12 +236,13 @@ enum Exclusivity {
             if !grantedNow { state.waiters[ticket] = waiter }
             return (ticket, grantedNow)
         }
-        if grantedNow { waiter.categoriesGranted(ticket) }
+        if grantedNow { waiter.categoriesGranted(ticket, lane: false) }
         return ticket
     }
 
-    /// Releases the ticket's keys, or takes it out of the line; grants whoever is next.
-    static func leave(_ ticket: UInt64) {
+    /// Releases the ticket's keys, or takes it out of the line; grants whoever is next (the first of
+    /// them on a lane when `lane`).
+    static func leave(_ ticket: UInt64, lane: Bool = false) {
         let now = DispatchTime.now().uptimeNanoseconds
         let next = state.withLock { state -> [(UInt64, any ExclusivityWaiter)] in
             state.waiters[ticket] = nil
@@ -207,7 +250,11 @@ enum Exclusivity {
                 state.waiters.removeValue(forKey: granted).map { (granted, $0) }
             }
         }
-        for (granted, waiter) in next { waiter.categoriesGranted(granted) }
+        var lane = lane
+        for (granted, waiter) in next {
+            waiter.categoriesGranted(granted, lane: lane)
+            lane = false
+        }
     }
 
     /// Who holds `key` (for stall reports).

@@ -76,7 +76,7 @@ struct Gate: Sendable {
     /// The keys to ask ``Exclusivity`` for, each category inside the hold `scopes` names for it (the
     /// nearest ancestor group holding it), or process-wide.
     func keys(in scopes: [String: ObjectIdentifier]) -> [ExclusivityBook.Key] {
-        categories.map { ExclusivityBook.Key(category: $0, scope: scopes[$0]) }
+        categories.map { ExclusivityBook.Key(category: $0, scope: scopes.isEmpty ? nil : scopes[$0]) }
     }
 
     /// The dependencies finished; `engine`: the engine made the command ready (else a queue of yours
@@ -160,11 +160,14 @@ struct GateCleanup: Sendable {
     let ticket: UInt64?
     let injections: [Injection]
 
-    var isEmpty: Bool { evaluation == nil && ticket == nil && injections.isEmpty }
+    /// Cancels the evaluation, if one runs: as the command ends, before anything is told.
+    func cancelEvaluation() { evaluation?.cancel() }
 
-    func perform() {
-        evaluation?.cancel()
-        if let ticket { Exclusivity.leave(ticket) }
+    /// Releases the categories (or leaves the line), once the command's queue went back to the pool:
+    /// the first command granted because of it continues on a lane (`lane`: the ending happens on the
+    /// thread it ran on), usually the very lane this command is returning on (see `QueuePool`).
+    func release(lane: Bool) {
+        if let ticket { Exclusivity.leave(ticket, lane: lane) }
     }
 }
 

@@ -41,10 +41,11 @@ extension Command {
         // cancel theirs; queued instead of nested, a 10,000-stage chain cancels at constant depth.
         if let cancelable = ending.cancelable { Trampoline.cancels.run { cancelable.cancel() } }
         if let progress = ending.progress { ProgressGuard.complete(progress) }
-        if let gate = ending.gate, !gate.isEmpty { gate.perform() }
+        if let gate = ending.gate { gate.cancelEvaluation() }
         // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.
         withExtendedLifetime(self) { publish(ending) }
         schedule(ending.wakeups)
+        if let watch = ending.endWatch { watch.ended(self, ending.outcome.state) }
         if !ending.observers.isEmpty {
             let state = ending.outcome.state
             for observer in ending.observers { observer.didFinish(self, state: state) }
@@ -59,6 +60,9 @@ extension Command {
             return machine.queue.pooled && machine.queue.underlying == nil ? (queue, machine.name != nil) : nil
         }
         if let (queue, named) = recycled { QueuePool.recycle(queue, named: named, finishing: self) }
+        // After the queue went back: the command granted its categories may take that lane and run next
+        // on this thread, without a hop (a line of exclusive commands runs on one thread).
+        if let gate = ending.gate { gate.release(lane: true) }
         if !ending.inputs.isEmpty {
             var inputs = ending.inputs
             DeferredRelease.release(&inputs)

@@ -18,6 +18,9 @@ struct RareFields: Sendable {
     /// Called once with the command's `progress` when it is made (a group adopts its children's
     /// progress only then: a group nobody asks for progress makes none per child).
     var progressMade: (@Sendable (Progress) -> Void)?
+    /// The identities of the dependencies once there are many (see
+    /// ``CommandStateMachine/dependencySetThreshold``): only a wide fan-in's sink has them.
+    var dependencyIDs: Set<ObjectIdentifier> = []
 }
 
 /// The box of ``RareFields``; part of the state machine's value, so guarded by the command's lock.
@@ -71,10 +74,9 @@ struct CommandStateMachine: Sendable {
     var inputLinks: [Weak<Operation>] = []
     var name: String?
     var dependencies = OperationList()
-    /// The identities of `dependencies` once there are `dependencySetThreshold` of them, so a
-    /// duplicate edge is found in O(1), not O(edges): a fan-in of 100,000 dependencies would otherwise
-    /// be quadratic to build. Empty below the threshold (see `hasDependency`).
-    var dependencyIDs: Set<ObjectIdentifier> = []
+    /// The graph or group watching this command's end, told on the thread where it ended (see
+    /// ``EndWatch``); cleared by the ending.
+    var endWatch: EndWatch?
     var dependents = SmallList<any AnyCommand>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog()
@@ -230,6 +232,22 @@ struct CommandStateMachine: Sendable {
         }
     }
 
+    /// The identities of `dependencies` once there are `dependencySetThreshold` of them, so a
+    /// duplicate edge is found in O(1), not O(edges): a fan-in of 100,000 dependencies would otherwise
+    /// be quadratic to build. Empty below the threshold (see `hasDependency`), and then no box is made.
+    var dependencyIDs: Set<ObjectIdentifier> {
+        get { rareBox?.fields.dependencyIDs ?? [] }
+        _modify {
+            if rareBox != nil {
+                yield &rare.dependencyIDs
+            } else {
+                var value: Set<ObjectIdentifier> = []
+                yield &value
+                if !value.isEmpty { rare.dependencyIDs = value }
+            }
+        }
+    }
+
     /// See ``RareFields/categoryScopes``.
     var categoryScopes: [String: ObjectIdentifier] {
         get { rareBox?.fields.categoryScopes ?? [:] }
@@ -306,7 +324,8 @@ struct CommandStateMachine: Sendable {
             outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
             cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
             wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress, gate: gate?.end(),
-            observers: lifecycleObservers)
+            observers: lifecycleObservers, endWatch: endWatch)
+        endWatch = nil
         if !runInProgress { inputs = [] }
         cancelable = nil
         dependents = SmallList()

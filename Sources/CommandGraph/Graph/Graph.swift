@@ -41,18 +41,22 @@ public final class Graph: Sendable {
         public var succeeded: Bool { failed.isEmpty && cancelled.isEmpty }
     }
 
+    /// A command of the graph: 24 bytes (its state is kept apart, in ``State/states``, so the node
+    /// table is never written once the graph runs and never copied by a node's end).
     private struct Node {
-        let command: Operation
-        /// The same command, seen whatever its output type.
+        /// The command, seen whatever its output type.
         let member: any CommandFace
         let weight: Int64
+        /// The same command as an `Operation` (every `CommandFace` is a command).
+        var command: Operation { unsafeDowncast(member as AnyObject, to: Operation.self) }
         /// The command's name now (read when needed: a type name costs a lookup).
         var name: String { member.displayName }
-        var state: CommandState = .pending
     }
 
     private struct State {
         var nodes: [Node] = []
+        /// Each node's state as the graph counted it (by offset in `nodes`).
+        var states: [CommandState] = []
         var index: [ObjectIdentifier: Int] = [:]
         var started = false
         var ended = 0
@@ -124,13 +128,14 @@ public final class Graph: Sendable {
             throw Self.otherWeight(command.displayName, weight, first: firstWeight)
         }
         try command.depend(on: dependencies)
-        let node = Node(command: command, member: command, weight: weight)
+        let node = Node(member: command, weight: weight)
         let (added, progress) = try state.withLock { state -> (Bool, Progress?) in
             if state.started { throw Self.alreadyRun(command.displayName) }
             // Already there (added before, or by another thread meanwhile): the edges were the point.
             guard state.index[id] == nil else { return (false, nil) }
             state.index[id] = state.nodes.count
             state.nodes.append(node)
+            state.states.append(.pending)
             return (true, state.progress)
         }
         // A command already counted by another graph or group counts there only (one parent).
@@ -190,10 +195,11 @@ public final class Graph: Sendable {
             state.started = true
             state.expected = expected
         }
+        // The graph's own count runs where the command ended: it never waits for the caller's context
+        // (which the caller may be blocking while it waits for the outcome). One watch for every node.
+        let watch = EndWatch { [self] command, newState in ended(ObjectIdentifier(command), newState) }
         for (offset, node) in nodes.enumerated() where involved[offset] {
-            // The graph's own count runs where the command ended: it never waits for the caller's
-            // context (which the caller may be blocking while it waits for the outcome).
-            node.member.observeEnd { [self] newState in ended(offset, newState) }
+            node.member.watchEnd(by: watch)
             if let onEvent {
                 node.member.observeState(on: context) { newState in
                     onEvent(Event(name: node.name, command: node.command, state: newState))
@@ -219,33 +225,33 @@ public final class Graph: Sendable {
     public var outcome: Outcome {
         get async {
             await withCheckedContinuation { continuation in
-                let nodes = state.withLock { state -> [Node]? in
-                    if state.isFinished { return state.nodes }
+                let ended = state.withLock { state -> ([Node], [CommandState])? in
+                    if state.isFinished { return (state.nodes, state.states) }
                     state.waiters.append(continuation)
                     return nil
                 }
-                if let nodes { continuation.resume(returning: Self.makeOutcome(nodes)) }
+                if let (nodes, states) = ended { continuation.resume(returning: Self.makeOutcome(nodes, states)) }
             }
         }
     }
 
     /// Calls `completion` (on the thread that ended the last command) once every command ended.
     public func whenFinished(_ completion: @escaping @Sendable (Outcome) -> Void) {
-        let nodes = state.withLock { state -> [Node]? in
-            if state.isFinished { return state.nodes }
+        let ended = state.withLock { state -> ([Node], [CommandState])? in
+            if state.isFinished { return (state.nodes, state.states) }
             state.callbacks.append(completion)
             return nil
         }
-        if let nodes { completion(Self.makeOutcome(nodes)) }
+        if let (nodes, states) = ended { completion(Self.makeOutcome(nodes, states)) }
     }
 
     /// The commands still waiting and what for; see `GraphReport.stalls(_:)`.
     public var stallReport: String { GraphReport.stalls(commands) }
 
-    private func ended(_ offset: Int, _ newState: CommandState) {
+    private func ended(_ id: ObjectIdentifier, _ newState: CommandState) {
         state.withLock { state in
-            guard !state.nodes[offset].state.isTerminal else { return }
-            state.nodes[offset].state = newState
+            guard let offset = state.index[id], !state.states[offset].isTerminal else { return }
+            state.states[offset] = newState
             state.ended += 1
         }
         finishIfDone()
@@ -255,26 +261,30 @@ public final class Graph: Sendable {
         if let progress = state.withLock({ $0.isFinished ? $0.progress : nil }) {
             ProgressGuard.completeIfWeightless(progress)
         }
-        let (nodes, waiters, callbacks) = state.withLock { state in
-            guard state.isFinished, !state.waiters.isEmpty || !state.callbacks.isEmpty
-            else { return (nil as [Node]?, [CheckedContinuation<Outcome, Never>](), [@Sendable (Outcome) -> Void]()) }
+        let (ended, waiters, callbacks) = state.withLock { state in
+            guard state.isFinished, !state.waiters.isEmpty || !state.callbacks.isEmpty else {
+                return (
+                    nil as ([Node], [CommandState])?, [CheckedContinuation<Outcome, Never>](),
+                    [@Sendable (Outcome) -> Void]()
+                )
+            }
             defer {
                 state.waiters = []
                 state.callbacks = []
             }
-            return (state.nodes, state.waiters, state.callbacks)
+            return ((state.nodes, state.states), state.waiters, state.callbacks)
         }
-        guard let nodes else { return }
+        guard let (nodes, states) = ended else { return }
         // Names are read outside the graph's lock (each takes its command's).
-        let outcome = Self.makeOutcome(nodes)
+        let outcome = Self.makeOutcome(nodes, states)
         for waiter in waiters { waiter.resume(returning: outcome) }
         for callback in callbacks { callback(outcome) }
     }
 
-    private static func makeOutcome(_ nodes: [Node]) -> Outcome {
+    private static func makeOutcome(_ nodes: [Node], _ states: [CommandState]) -> Outcome {
         var completed: [String] = [], failed: [String] = [], cancelled: [String] = []
-        for node in nodes {
-            switch node.state {
+        for (node, state) in zip(nodes, states) {
+            switch state {
             case .completed: completed.append(node.name)
             case .failed: failed.append(node.name)
             case .cancelled: cancelled.append(node.name)

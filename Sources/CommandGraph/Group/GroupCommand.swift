@@ -132,9 +132,11 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
 
     public override func run(_ result: CommandResult<Graph.Outcome>) -> (any Cancelable)? {
         let scopes = exclusivityScopes
+        let watch = EndWatch { [self] child, state in childEnded(ObjectIdentifier(child), state) }
         let children = book.withLock { state -> [Operation] in
             state.result = result
             state.scopes = scopes
+            state.endWatch = watch
             state.running = true
             return state.children
         }
@@ -154,13 +156,13 @@ public final class GroupCommand: Command<Graph.Outcome>, @unchecked Sendable {
     /// Scopes a child's categories to the group, counts its progress in the group's once that exists,
     /// and observes its end (once, when it joins the run).
     private func prepare(_ child: Operation) {
-        let scopes = book.withLock { $0.scopes }
+        let (scopes, watch) = book.withLock { ($0.scopes, $0.endWatch) }
         let id = ObjectIdentifier(child)
         if let command = child as? any CommandFace {
             command.scopeCategories(scopes)
             // Once the group's progress exists (else `whenProgressMade` adopts it with the others).
             if hasProgress { Self.adopt(child, into: progress) }
-            command.observeEnd { [self] state in childEnded(id, state) }
+            if let watch { command.watchEnd(by: watch) }
         } else {
             PlainOperationWatcher.watch(child) { [self] in childEnded(id, GraphReport.plainState(child)) }
         }
@@ -232,6 +234,8 @@ struct GroupState {
     var cancelling = false
     var done = false
     var scopes: [String: ObjectIdentifier] = [:]
+    /// Told when each child ends, while the group runs (it holds the group: let go when it finishes).
+    var endWatch: EndWatch?
     var result: CommandResult<Graph.Outcome>?
     /// The first failed child: its name and error.
     var firstFailure: (String, any Error)?
@@ -315,6 +319,7 @@ struct GroupState {
         guard running, !done, endings.count == children.count, let result else { return nil }
         done = true
         self.result = nil
+        endWatch = nil
         var completed: [String] = [], failed: [String] = [], cancelled: [String] = []
         for child in children {
             let name = Self.name(child)
