@@ -115,6 +115,20 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
         #expect(try await condition.evaluate(for: Command<Int>()))
     }
 
+    /// Categories from `MutuallyExclusive` conditions (read without a set) and from a compound
+    /// condition merge into one sorted list without repeats; every condition is kept, in order.
+    @Test func categories_fromSeveralConditions_areSortedOnce_andEveryConditionIsKept() {
+        let command = Command<Int>()
+        command.add(condition: MutuallyExclusive(category: "c"))
+        command.add(condition: MutuallyExclusive(category: "a"))
+        command.add(condition: AndCondition([MutuallyExclusive(category: "d"), MutuallyExclusive(category: "b")]))
+        command.add(condition: MutuallyExclusive(category: "a"))
+        command.add(condition: MutuallyExclusive(category: "b"))
+        #expect(command.mutuallyExclusiveCategories == ["a", "b", "c", "d"])
+        #expect(command.conditions.map(\.name).first == "MutuallyExclusive<c>")
+        #expect(command.conditions.count == 5)
+    }
+
     @Test func mutuallyExclusiveCommands_canBeExecuted() async {
         let occupancy = Occupancy()
         let commands = [exclusive("one", ["alert"], occupancy), exclusive("two", ["alert"], occupancy)]

@@ -13,16 +13,26 @@ extension Command {
     /// ``CommandError/Code/conditionFailed`` when its conditions are checked (its `underlying` error
     /// has code ``CommandError/Code/invalidArgument``).
     public func add(condition: some CommandCondition) {
+        // The common condition, a category alone: no set of categories made, nothing to evaluate.
+        if let exclusive = condition as? MutuallyExclusive {
+            if exclusive.category.isEmpty {
+                diagnose(.invalidArgument, Self.emptyCategoryMessage(displayName, exclusive.name))
+            }
+            if !changeGate({ $0.add(exclusive) }) { diagnoseLateCondition(exclusive.name) }
+            return
+        }
         let categories = condition.mutuallyExclusiveCategories
         if categories.contains("") {
             diagnose(.invalidArgument, Self.emptyCategoryMessage(displayName, condition.name))
         }
-        if !changeGate({ $0.add(condition, categories: categories) }) {
-            diagnose(
-                .changedAfterStart,
-                "add(condition: \(condition.name)) was called after the command was executed, added to a queue or began its checks; it is ignored (add conditions before executing or adding it to a queue)."
-            )
-        }
+        if !changeGate({ $0.add(condition, categories: categories) }) { diagnoseLateCondition(condition.name) }
+    }
+
+    private func diagnoseLateCondition(_ name: String) {
+        diagnose(
+            .changedAfterStart,
+            "add(condition: \(name)) was called after the command was executed, added to a queue or began its checks; it is ignored (add conditions before executing or adding it to a queue)."
+        )
     }
 
     /// Changes the gate (made if there is none) while it may still change: before the command was
@@ -106,10 +116,7 @@ extension Command {
 
     /// The engine made the command ready and its gate's checks begin (the state machine moved it out of
     /// `closed`): `lane` says the hand-over continues its dependency's lane once the gate opens.
-    func arriveAtGate(lane: Bool) {
-        if lane { machine.withLock { $0.gate?.engineLane = true } }
-        runGate()
-    }
+    func arriveAtGate(lane: Bool) { runGate(lane: lane) }
 
     static func emptyCategoryMessage(_ command: String, _ condition: String) -> String {
         "'\(command)' has the condition '\(condition)' whose mutually exclusive category is empty; "
@@ -118,10 +125,12 @@ extension Command {
     }
 
     /// The gate's stages, in order: the injections (their own stage: each applied once, the first
-    /// failure ends the command before any condition is evaluated), then the conditions.
-    func runGate() {
+    /// failure ends the command before any condition is evaluated), then the conditions, then the
+    /// categories. `lane`: the engine's hand-over continues its dependency's lane once the gate opens.
+    func runGate(lane: Bool = false) {
         let injections = machine.withLock { machine -> [Injection] in
             guard machine.outcome == nil, machine.gate != nil else { return [] }
+            if lane { machine.gate!.engineLane = true }
             return machine.gate!.takeInjections()
         }
         if !injections.isEmpty, let termination = applyInjections(injections) {
@@ -131,56 +140,72 @@ extension Command {
     }
 
     /// Evaluates the conditions, all at once (the gate is `.evaluating`), then asks for the categories.
+    /// A gate with nothing to evaluate (no condition but `MutuallyExclusive`, which is always true)
+    /// passes in the same lock round that reads it.
     private func evaluateConditions() {
-        let (checking, conditions, emptyCategory) = machine.withLock {
-            machine -> (Bool, [any CommandCondition], String?) in
-            guard machine.outcome == nil, machine.gate?.phase == .evaluating else { return (false, [], nil) }
-            return (true, machine.gate!.evaluated, machine.gate!.emptyCategoryCondition)
+        let check = machine.withLock { machine -> GateCheck in
+            guard machine.outcome == nil, machine.gatePhase == .evaluating else { return .none }
+            if let bad = machine.gate!.emptyCategoryCondition { return .emptyCategory(bad) }
+            if !machine.gate!.evaluated.isEmpty { return .evaluate(machine.gate!.evaluated) }
+            return machine.passGate()
         }
-        guard checking else { return }
-        if let bad = emptyCategory {
+        switch check {
+        case .none:
+            return
+        case .emptyCategory(let bad):
             let error = CommandError(
                 code: .invalidArgument, command: displayName, message: Self.emptyCategoryMessage(displayName, bad))
-            return gateEvaluated(.failed(condition: bad, error: error))
+            gateEvaluated(.failed(condition: bad, error: error))
+        case .evaluate(let conditions):
+            // Strong: nothing else may hold the command while its conditions evaluate. The cycle
+            // (command -> gate -> evaluation -> command) ends with the evaluation.
+            let evaluation = GateEvaluation(count: conditions.count) { [self] verdict in gateEvaluated(verdict) }
+            let stored = machine.withLock { machine -> Bool in
+                guard machine.gatePhase == .evaluating else { return false }
+                machine.gate!.evaluation = evaluation
+                return true
+            }
+            guard stored else { return }
+            for condition in conditions { evaluation.start(condition, for: self) }
+        case .request(let keys, let name):
+            requestCategories(keys, name: name)
+        case .open:
+            gateOpened(lane: false)
         }
-        // `MutuallyExclusive` is always true: only its category counts, no task is needed for it.
-        if conditions.isEmpty { return gateEvaluated(.passed) }
-        // Strong: nothing else may hold the command while its conditions evaluate. The cycle (command ->
-        // gate -> evaluation -> command) ends with the evaluation.
-        let evaluation = GateEvaluation(count: conditions.count) { [self] verdict in gateEvaluated(verdict) }
-        let stored = machine.withLock { machine -> Bool in
-            guard machine.gate?.phase == .evaluating else { return false }
-            machine.gate!.evaluation = evaluation
-            return true
-        }
-        guard stored else { return }
-        for condition in conditions { evaluation.start(condition, for: self) }
     }
 
     private func gateEvaluated(_ verdict: GateEvaluation.Verdict) {
         // Called once: by the evaluation, or directly when nothing needs evaluating.
         switch verdict {
         case .passed:
-            let request = machine.withLock { machine -> ([ExclusivityBook.Key], String?)? in
-                guard machine.gate?.conditionsPassed() == true else { return nil }
-                return (machine.gate!.keys(in: machine.categoryScopes), machine.name)
+            let check = machine.withLock { machine -> GateCheck in
+                guard machine.gatePhase == .evaluating else { return .none }
+                return machine.passGate()
             }
-            guard let (keys, name) = request else { return }
-            if keys.isEmpty { return gateOpened() }
-            let label = ExclusivityBook.Label(name: name, type: Self.self)
-            let ticket = Exclusivity.request(keys, label: label, waiter: self)
-            // Kept to leave the line if the command ends while it waits (granted at once: kept already).
-            let stale = machine.withLock { machine -> Bool in
-                guard machine.gate != nil, machine.outcome == nil else { return true }
-                if machine.gate!.ticket == nil { machine.gate!.ticket = ticket }
-                return false
+            switch check {
+            case .request(let keys, let name): requestCategories(keys, name: name)
+            case .open: gateOpened(lane: false)
+            case .none, .emptyCategory, .evaluate: return
             }
-            if stale { Exclusivity.leave(ticket) }
         case .failed(let condition, let error):
             endAtGate(.cancelled(.conditionFailed(displayName, condition: condition, error: error)))
         case .ignored:
             endAtGate(.completed)
         }
+    }
+
+    /// Asks for the categories; granted at once, the gate opens here.
+    private func requestCategories(_ keys: [ExclusivityBook.Key], name: String?) {
+        let label = ExclusivityBook.Label(name: name, type: Self.self)
+        let (ticket, grantedNow) = Exclusivity.request(keys, label: label, waiter: self)
+        if grantedNow { return categoriesGranted(ticket, lane: false) }
+        // Kept to leave the line if the command ends while it waits (granted meanwhile: kept already).
+        let stale = machine.withLock { machine -> Bool in
+            guard machine.gate != nil, machine.outcome == nil else { return true }
+            if machine.gate!.ticket == nil { machine.gate!.ticket = ticket }
+            return false
+        }
+        if stale { Exclusivity.leave(ticket) }
     }
 
     /// Ends the command at its gate, without running (the gate was evaluating).
@@ -193,26 +218,69 @@ extension Command {
     }
 
     func categoriesGranted(_ ticket: UInt64, lane: Bool) {
-        let open = machine.withLock { machine -> Bool in
-            guard machine.outcome == nil, machine.gate != nil else { return false }
-            return machine.gate!.granted(ticket)
+        let opening = machine.withLock { machine -> GateOpening? in
+            guard machine.outcome == nil, machine.gate != nil, machine.gate!.granted(ticket) else { return nil }
+            return machine.openGate()
         }
-        if open { gateOpened(lane: lane) } else { Exclusivity.leave(ticket) }
+        guard let opening else { return Exclusivity.leave(ticket) }
+        finishOpening(opening, lane: lane)
     }
 
-    /// The gate opened: a queue of yours may start the command now, and the engine's hand-over
-    /// continues if it waited (on a lane if it came from its dependency's lane, or if `lane`: its
-    /// categories were released by a command ending on this thread).
-    private func gateOpened(lane: Bool = false) {
-        let (engine, tracked) = machine.withLock { machine in
-            (machine.gate?.takeEngineWaiting() ?? (waiting: false, lane: false), machine.face.tracking == .on)
-        }
-        if tracked {
+    /// The gate opened (nothing to wait for): see ``finishOpening(_:lane:)``.
+    private func gateOpened(lane: Bool) {
+        finishOpening(machine.withLock { $0.openGate() }, lane: lane)
+    }
+
+    /// The gate opened: a queue of yours may start the command now (its readiness is posted), and the
+    /// engine's hand-over continues if it waited (on a lane if it came from its dependency's lane, or
+    /// if `lane`: its categories were released by a command ending on this thread).
+    private func finishOpening(_ opening: GateOpening, lane: Bool) {
+        if opening.tracked {
             publish(.ready) { $0.gateOpen = true }
             repostReadiness()
-        } else {
-            machine.withLock { $0.face.gateOpen = true }
         }
-        if engine.waiting { handOver(lane: engine.lane || lane) }
+        if opening.engineWaiting { handOver(lane: opening.engineLane || lane) }
+    }
+}
+
+/// What the gate does after its injections, decided in one lock round (non-generic: a type nested in
+/// `Command<Output>` costs a metadata look-up per use).
+enum GateCheck {
+    case none
+    /// A condition names an empty category.
+    case emptyCategory(String)
+    /// Conditions to evaluate (in tasks).
+    case evaluate([any CommandCondition])
+    /// Nothing to evaluate (or every condition was true): these categories to ask for.
+    case request([ExclusivityBook.Key], name: String?)
+    /// Nothing to evaluate and no category: open.
+    case open
+}
+
+/// What opening a gate leaves to do outside the lock (see `CommandStateMachine.openGate()`).
+struct GateOpening: Sendable {
+    let engineWaiting: Bool
+    let engineLane: Bool
+    /// A queue of yours reads the command's readiness: post it.
+    let tracked: Bool
+}
+
+extension CommandStateMachine {
+    /// Every condition was true (the gate is `.evaluating`): the categories to ask for, or open now
+    /// if there are none (see ``openGate()``: the caller opens it).
+    mutating func passGate() -> GateCheck {
+        guard gate!.conditionsPassed() else { return .none }
+        let keys = gate!.keys(in: categoryScopes)
+        return keys.isEmpty ? .open : .request(keys, name: name)
+    }
+
+    /// Opens the gate (its conditions passed and its categories are held): whether the engine's
+    /// hand-over waited for it, and whether a queue of yours must be told (else the face's flag is
+    /// set here).
+    mutating func openGate() -> GateOpening {
+        let engine = gate?.takeEngineWaiting() ?? (waiting: false, lane: false)
+        let tracked = face.tracking == .on
+        if !tracked { face.gateOpen = true }
+        return GateOpening(engineWaiting: engine.waiting, engineLane: engine.lane, tracked: tracked)
     }
 }

@@ -75,6 +75,8 @@ struct ExclusivityBook: Sendable {
         let ticket: UInt64
         let keys: [Key]
         let label: Label
+        /// Told when the request is granted after waiting (nil in tests of the book alone).
+        let waiter: (any ExclusivityWaiter)?
     }
 
     private var held: [Key: Holder] = [:]
@@ -96,11 +98,14 @@ struct ExclusivityBook: Sendable {
         request(keys, label: Label(name), now: now)
     }
 
-    /// Asks for `keys` for the command `label` names: the ticket, and whether it was granted at once.
-    mutating func request(_ keys: [Key], label: Label, now: UInt64) -> (ticket: UInt64, granted: Bool) {
+    /// Asks for `keys` for the command `label` names: the ticket, and whether it was granted at once
+    /// (else `waiter` is returned by the ``leave(_:now:)`` that grants it).
+    mutating func request(
+        _ keys: [Key], label: Label, waiter: (any ExclusivityWaiter)? = nil, now: UInt64
+    ) -> (ticket: UInt64, granted: Bool) {
         let ticket = nextTicket
         nextTicket += 1
-        let request = Request(ticket: ticket, keys: keys, label: label)
+        let request = Request(ticket: ticket, keys: keys, label: label, waiter: waiter)
         // Granted at once only if nobody waits for any of these keys and none is held.
         let blocked = keys.contains { held[$0] != nil || wanted[$0] != nil }
         if blocked {
@@ -116,11 +121,23 @@ struct ExclusivityBook: Sendable {
     /// The ticket's command ended or left: its keys are released (or it leaves the line). Returns the
     /// tickets granted as a consequence, in order.
     mutating func leave(_ ticket: UInt64, now: UInt64) -> [UInt64] {
+        leaveTellingWaiters(ticket, now: now).map(\.ticket)
+    }
+
+    /// ``leave(_:now:)``, with the waiter of each request granted.
+    mutating func leaveTellingWaiters(_ ticket: UInt64, now: UInt64)
+        -> [(ticket: UInt64, waiter: (any ExclusivityWaiter)?)]
+    {
         if let index = position[ticket] {
             remove(at: index)
         } else {
             guard let keys = holdings.removeValue(forKey: ticket) else { return [] }
             for key in keys { held[key] = nil }
+        }
+        // Nobody waits: nothing to grant (the walk, and the compaction, are skipped).
+        if wanted.isEmpty {
+            compact()
+            return []
         }
         let granted = grantWaiting(now: now)
         compact()
@@ -130,8 +147,8 @@ struct ExclusivityBook: Sendable {
     /// Grants, in arrival order, every waiting request whose keys are free and not needed by an earlier
     /// waiting request. Stops once every key anyone waits for is blocked (so a long line of requests
     /// for a few categories is not walked to its end on every release).
-    private mutating func grantWaiting(now: UInt64) -> [UInt64] {
-        var granted: [UInt64] = []
+    private mutating func grantWaiting(now: UInt64) -> [(ticket: UInt64, waiter: (any ExclusivityWaiter)?)] {
+        var granted: [(ticket: UInt64, waiter: (any ExclusivityWaiter)?)] = []
         var blocked = BlockedKeys()
         var index = head
         while index < line.count, blocked.count < wanted.count {
@@ -140,7 +157,7 @@ struct ExclusivityBook: Sendable {
             if request.keys.allSatisfy({ held[$0] == nil && !blocked.contains($0) }) {
                 remove(at: index)
                 grant(request, now: now)
-                granted.append(request.ticket)
+                granted.append((request.ticket, request.waiter))
             } else {
                 for key in request.keys { blocked.insert(key) }
             }
@@ -170,8 +187,10 @@ struct ExclusivityBook: Sendable {
 
     /// Takes the waiting request at `index` out of the line.
     private mutating func remove(at index: Int) {
-        guard let request = line[index] else { return }
-        line[index] = nil
+        // Moved out, not copied (a copy retains its keys, label and waiter).
+        var taken: Request? = nil
+        swap(&taken, &line[index])
+        guard let request = taken else { return }
         position[request.ticket] = nil
         for key in request.keys {
             let left = wanted[key, default: 1] - 1
@@ -215,50 +234,33 @@ protocol ExclusivityWaiter: AnyObject, Sendable {
 
 /// The process's ``ExclusivityBook``, and the commands to tell when their request is granted.
 enum Exclusivity {
-    private struct State {
-        var book = ExclusivityBook()
-        var waiters: [UInt64: any ExclusivityWaiter] = [:]
-    }
+    // Guards the book (which keeps the waiters of waiting requests).
+    private static let book = Locked(ExclusivityBook())
 
-    // Guards the book and the waiters of waiting requests.
-    private static let state = Locked(State())
-
-    /// Asks for `keys` for the command `label` names: `waiter` is told once they are all held, at once
-    /// on this thread (before this returns) or later on the thread that released the last of them.
-    /// Returns the ticket to leave with.
-    @discardableResult
+    /// Asks for `keys` for the command `label` names: the ticket to leave with, and whether they are
+    /// all held now; if not, `waiter` is told once they are, on the thread that released the last of
+    /// them.
     static func request(_ keys: [ExclusivityBook.Key], label: ExclusivityBook.Label, waiter: any ExclusivityWaiter)
-        -> UInt64
+        -> (ticket: UInt64, granted: Bool)
     {
         let now = DispatchTime.now().uptimeNanoseconds
-        let (ticket, grantedNow) = state.withLock { state -> (UInt64, Bool) in
-            let (ticket, grantedNow) = state.book.request(keys, label: label, now: now)
-            if !grantedNow { state.waiters[ticket] = waiter }
-            return (ticket, grantedNow)
-        }
-        if grantedNow { waiter.categoriesGranted(ticket, lane: false) }
-        return ticket
+        return book.withLock { $0.request(keys, label: label, waiter: waiter, now: now) }
     }
 
     /// Releases the ticket's keys, or takes it out of the line; grants whoever is next (the first of
     /// them on a lane when `lane`).
     static func leave(_ ticket: UInt64, lane: Bool = false) {
         let now = DispatchTime.now().uptimeNanoseconds
-        let next = state.withLock { state -> [(UInt64, any ExclusivityWaiter)] in
-            state.waiters[ticket] = nil
-            return state.book.leave(ticket, now: now).compactMap { granted in
-                state.waiters.removeValue(forKey: granted).map { (granted, $0) }
-            }
-        }
+        let next = book.withLock { $0.leaveTellingWaiters(ticket, now: now) }
         var lane = lane
         for (granted, waiter) in next {
-            waiter.categoriesGranted(granted, lane: lane)
+            waiter?.categoriesGranted(granted, lane: lane)
             lane = false
         }
     }
 
     /// Who holds `key` (for stall reports).
     static func holder(of key: ExclusivityBook.Key) -> ExclusivityBook.Holder? {
-        state.withLock { $0.book.holder(of: key) }
+        book.withLock { $0.holder(of: key) }
     }
 }

@@ -61,6 +61,18 @@ struct Gate: Sendable {
     /// The exclusivity ticket, waiting in line or holding.
     var ticket: UInt64?
 
+    /// Adds a ``MutuallyExclusive`` condition: its category only (it is always true: never evaluated).
+    mutating func add(_ exclusive: MutuallyExclusive) {
+        conditions.append(exclusive)
+        let category = exclusive.category
+        if categories.isEmpty {
+            categories = [category]
+        } else if !categories.contains(category) {
+            categories.insert(category, at: categories.firstIndex { $0 > category } ?? categories.endIndex)
+        }
+        if category.isEmpty, emptyCategoryCondition == nil { emptyCategoryCondition = exclusive.name }
+    }
+
     /// Adds `condition`, whose categories (read once, by the caller) are `own`.
     mutating func add(_ condition: any CommandCondition, categories own: Set<String>) {
         conditions.append(condition)

@@ -26,7 +26,9 @@ struct RareFields: Sendable {
 /// The box of ``RareFields``; part of the state machine's value, so guarded by the command's lock.
 final class RareBox: @unchecked Sendable {
     // `@unchecked Sendable`: only touched through the state machine, under its command's lock.
-    var fields: RareFields
+    /// `@exclusivity(unchecked)`: only reached under the command's lock, never re-entrantly; the
+    /// runtime's access tracking cost a few hundred instructions a gated command.
+    @exclusivity(unchecked) var fields: RareFields
     init(_ fields: RareFields) { self.fields = fields }
 }
 
@@ -131,11 +133,13 @@ struct CommandStateMachine: Sendable {
     var hasRareFields: Bool { rareBox != nil }
 
     /// The conditions and categories checked before the run; nil for a command without any.
+    /// Written in place in the box, copied first only if a copy of this state shares it.
     var gate: Gate? {
         @inline(__always) get { rareBox?.fields.gate }
         _modify {
             if rareBox != nil {
-                yield &rare.gate
+                if !isKnownUniquelyReferenced(&rareBox!) { rareBox = RareBox(rareBox!.fields) }
+                yield &rareBox!.fields.gate
             } else {
                 // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
                 var value: Gate? = nil
@@ -144,6 +148,9 @@ struct CommandStateMachine: Sendable {
             }
         }
     }
+    /// The gate's phase, read in place (the `gate` getter copies the whole gate).
+    var gatePhase: Gate.Phase? { rareBox?.fields.gate?.phase }
+
     /// Made on first use (most commands never report progress).
     var progress: Progress? {
         get { rareBox?.fields.progress }
