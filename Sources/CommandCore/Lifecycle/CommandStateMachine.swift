@@ -62,9 +62,6 @@ final class RareBox: @unchecked Sendable {
 struct CommandStateMachine: Sendable {
     var timing = CommandTiming()
     var queue = QueueSettings()
-    /// Internal consumers (combinators subscribed to this command); when the last one detaches and
-    /// nobody executed the command directly, it is cancelled.
-    var consumers = 0
     /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
     var inputs: [Operation] = []
     /// A stateless stage's description, for a consumer that fuses it (`Inputs/Command+Fusion.swift`).
@@ -96,6 +93,9 @@ struct CommandStateMachine: Sendable {
     // word (`StateLayoutTests` checks the size).
     /// What Foundation sees (KVO flags as published, readiness for a user's queue).
     var face = OperationFace()
+    /// Internal consumers (combinators subscribed to this command); when the last one detaches and
+    /// nobody executed the command directly, it is cancelled. Four bytes, in the padding after `face`.
+    var consumers: Int32 = 0
     /// Where the command is in its life (see ``Lifecycle``).
     var lifecycle: Lifecycle = .pending
     /// A `Graph` or a group made `progress` a child of its own (a `Progress` has one parent).

@@ -15,8 +15,9 @@ extension CommandStateMachine {
         /// and an ending before then waits for it (Foundation requires the queue to start it). Kept
         /// after `queue` is given back to the pool.
         var holder: ObjectIdentifier?
-        /// The ``Admission`` slot (a quality of service) the command holds until it starts.
-        var admission: Int?
+        /// The ``Admission`` slot (a quality of service's raw value: -1 to 33) the command holds until
+        /// it starts; one byte, so the settings fit in four words.
+        var admission: Int8?
         var ownsQueue = true
         /// `queue` is the user's queue that called `start()` and runs the command: let go of it when
         /// the command ends (a command must not keep its caller's queue alive).
@@ -69,7 +70,7 @@ extension CommandStateMachine {
     /// Admitted with `slot`: the queue to hand the command to.
     @inline(__always)
     mutating func handOverAdmitted(slot: Int, makeQueue: () -> OperationQueue) -> OperationQueue {
-        queue.admission = slot
+        queue.admission = Int8(truncatingIfNeeded: slot)
         return handOver(makeQueue: makeQueue)
     }
 
@@ -77,7 +78,7 @@ extension CommandStateMachine {
     @inline(__always)
     mutating func takeAdmission() -> Int? {
         defer { queue.admission = nil }
-        return queue.admission
+        return queue.admission.map(Int.init)
     }
 
     /// The queue to hand the command to, made if needed; marks it handed over.
