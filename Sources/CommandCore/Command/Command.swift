@@ -73,11 +73,10 @@ import Foundation
 ///
 /// - Note: Set `name`, `replay`, ``executeQueue``, ``underlyingQueue`` and `qualityOfService` before
 ///   executing. `name` is stored under the command's lock (Foundation's own is unsynchronised).
-open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable {
-    // `@unchecked Sendable`: every mutable field of the command lives in `machine`, guarded by its
-    // lock (one allocation holding the lock and the state), except `orderWord`, guarded by
-    // `EdgeOrder.lock`, and `body`, guarded by `machine`'s lock too (see there).
-    let machine: Locked<CommandStateMachine>
+open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendable {
+    // `@unchecked Sendable`: every mutable field of the command lives in `machine` (``CommandNode``),
+    // guarded by its lock, except `orderWord` (see there) and `body`, guarded by `machine`'s lock too
+    // (see there).
 
     /// The closure of `Command { result in ... }` (nil: a subclass's `run`), kept here and not in the
     /// state machine, which is not generic (see `ValueLog`). Guarded by `machine`'s lock: set in
@@ -86,14 +85,8 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// after the end).
     @exclusivity(unchecked) var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
 
-    /// The command's place in the process-wide dependency order and whether a command depends on it
-    /// (see ``EdgeOrder``). Guarded by `EdgeOrder.lock`.
-    @exclusivity(unchecked) var orderWord: Int64
-
     /// Creates a command whose work is the subclass's ``run(_:)``.
     public override init() {
-        machine = Locked(CommandStateMachine())
-        orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
         super.init()
     }
 
@@ -101,9 +94,7 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     /// and returns what cancels the work, or nil. It runs on ``executeQueue``, and is released when the
     /// command ends.
     public init(_ body: @escaping @Sendable (CommandResult<Output>) -> (any Cancelable)?) {
-        machine = Locked(CommandStateMachine())
         self.body = body
-        orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
         super.init()
     }
 
@@ -143,6 +134,24 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
         result.fail(CommandError.missingRun(displayName))
         return nil
     }
+
+    // MARK: The graph half (declared by `CommandNode`, implemented in `Dependencies/`)
+
+    override func dependencyDidFinish(
+        _ outcome: Termination, dependencyName: @autoclosure () -> String, isHold: Bool, lane: inout Bool
+    ) -> Propagation? {
+        finishDependency(outcome, dependencyName: dependencyName(), isHold: isHold, lane: &lane)
+    }
+
+    override func executeGraph() { executeWalk() }
+
+    override func claim(walk: UInt64) -> WalkClaim { claimForWalk(walk) }
+
+    override func register(walk: UInt64, cycleError: CommandError?) -> [CommandNode] {
+        registerAfterWalk(walk, cycleError: cycleError)
+    }
+
+    override func faceDependencyDidFinish() { faceDependencyEnded() }
 
     // MARK: - State
 
@@ -246,11 +255,6 @@ open class Command<Output: Sendable>: Operation, Cancelable, @unchecked Sendable
     open override var name: String? {
         get { machine.withLock { $0.name } }
         set { machine.withLock { $0.name = newValue } }
-    }
-
-    /// `name`, else the type (`Command<Int>`, `FetchUser`).
-    public var displayName: String {
-        machine.withLock { $0.name } ?? TypeNames.name(of: type(of: self))
     }
 
     /// True while `run` is executing (as published to KVO observers).

@@ -2,7 +2,7 @@ import Foundation
 
 /// A command whatever its output type: the one type-erased face of `Command<Output>` that other modules
 /// of the package (`CommandGraph`'s graphs and groups, the test tools) use. Inside `CommandCore`, the
-/// engine's own requirements refine it (``AnyCommand``): one cast, `as? any AnyCommand`, reaches both.
+/// engine reaches a command's graph half through its base class, ``CommandNode`` (a class cast).
 package protocol CommandFace: AnyObject, Sendable {
     /// `name`, else the type.
     var displayName: String { get }

@@ -224,7 +224,7 @@ struct ExclusivityBook: Sendable {
     var waitingCount: Int { position.count }
 }
 
-/// Told when its request is granted (a command, through ``AnyCommand``; a test's stand-in): an object,
+/// Told when its request is granted (a command; a test's stand-in): an object,
 /// not a closure, so a request allocates no context.
 protocol ExclusivityWaiter: AnyObject, Sendable {
     /// `lane`: granted by a release on the thread where the holder ended; the first such command

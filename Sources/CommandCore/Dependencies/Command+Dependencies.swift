@@ -20,10 +20,13 @@ func propagate(_ first: Propagation) {
     }
 }
 
-extension Command: AnyCommand {
-    var dependencySnapshot: [Operation] { machine.withLock { $0.dependencies.array } }
+/// The admission backlog and the exclusivity book hold commands through these two small protocols
+/// (their tests use stand-ins).
+extension Command: AdmissionCandidate, ExclusivityWaiter {}
 
-    func claim(walk: UInt64) -> WalkClaim {
+extension Command {
+    /// ``CommandNode/claim(walk:)``: an ended command the walk reaches finishes now.
+    func claimForWalk(_ walk: UInt64) -> WalkClaim {
         let claim = machine.withLock { $0.claim(walk: walk) }
         if case .finishedNow = claim {
             publishFinished()
@@ -32,28 +35,8 @@ extension Command: AnyCommand {
         return claim
     }
 
-    func leaveStack(walk: UInt64) { machine.withLock { $0.leaveStack(walk: walk) } }
-
-    func walkDependency(at index: Int) -> Operation? {
-        machine.withLock { index < $0.dependencies.count ? $0.dependencies[index] : nil }
-    }
-
-    func addDependent(_ node: any AnyCommand) -> DependencyAnswer { machine.withLock { $0.addDependent(node) } }
-
-    func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, lane: inout Bool)
-        -> Propagation?
-    {
-        dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: false, lane: &lane)
-    }
-
-    func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, isHold: Bool)
-        -> Propagation?
-    {
-        var lane = false
-        return dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: isHold, lane: &lane)
-    }
-
-    func dependencyDidFinish(
+    /// ``CommandNode/dependencyDidFinish(_:dependencyName:isHold:lane:)``.
+    func finishDependency(
         _ outcome: Termination, dependencyName: @autoclosure () -> String, isHold: Bool, lane: inout Bool
     ) -> Propagation? {
         // The dependency's name is computed outside this command's lock (it takes the dependency's),
@@ -94,7 +77,8 @@ extension Command: AnyCommand {
     /// node: those would cost about 35 bytes a command at the peak of a million-node chain).
     ///
     /// - Complexity: O(nodes + edges) of the pending part of the graph.
-    func executeGraph() {
+    /// ``CommandNode/executeGraph()``.
+    func executeWalk() {
         let walk = walkCounter.withLock { counter in
             defer { counter &+= 1 }
             return counter
@@ -107,7 +91,7 @@ extension Command: AnyCommand {
 
         var stack = [WalkFrame(node: self)]
         var cycles: [ObjectIdentifier: CommandError] = [:]
-        var late: [any AnyCommand] = []
+        var late: [CommandNode] = []
         while !stack.isEmpty {
             let top = stack.count - 1
             guard let dependency = stack[top].node.walkDependency(at: stack[top].next) else {
@@ -118,7 +102,7 @@ extension Command: AnyCommand {
                 continue
             }
             stack[top].next += 1
-            guard let node = dependency as? any AnyCommand else { continue }
+            guard let node = dependency as? CommandNode else { continue }
             switch node.claim(walk: walk) {
             case .claimed:
                 stack.append(WalkFrame(node: node))
@@ -137,7 +121,7 @@ extension Command: AnyCommand {
 
     /// Phase two for this node; returns dependencies found pending (added during the walk), which the
     /// caller executes.
-    func register(walk: UInt64, cycleError: CommandError?) -> [any AnyCommand] {
+    func registerAfterWalk(_ walk: UInt64, cycleError: CommandError?) -> [CommandNode] {
         if let error = cycleError {
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
             return []
@@ -160,9 +144,9 @@ extension Command: AnyCommand {
         case .register(let list):
             dependencies = list
         }
-        var late: [any AnyCommand] = []
+        var late: [CommandNode] = []
         for dependency in dependencies {
-            if let node = dependency as? any AnyCommand {
+            if let node = dependency as? CommandNode {
                 switch node.addDependent(self) {
                 case .registered(let pending):
                     if pending { late.append(node) }
@@ -200,7 +184,7 @@ extension Command: AnyCommand {
     /// waiting, which no later walk will see) refuses it and fails now with the cycle named. See
     /// ``EdgeOrder`` for the check's cost.
     func addEdge(_ operation: Operation) {
-        let node = operation as? any AnyCommand
+        let node = operation as? CommandNode
         guard let node, operation !== self else {
             // A plain operation or the command itself: nothing to order.
             let isSelf = operation === self
@@ -244,7 +228,7 @@ extension Command: AnyCommand {
         guard machine.withLock({ $0.acceptsDependencies }) else {
             throw CommandError.dependencyAddedAfterStart(displayName, dependency: operationName(first))
         }
-        let nodes = operations.map { $0 as? any AnyCommand }
+        let nodes = operations.map { $0 as? CommandNode }
         // Edges leaving one command are independent (a path back to it never uses them): checking
         // each against the graph as it is, then recording all, finds every cycle.
         let actions = try EdgeOrder.lock.withLock { _ throws -> [AddDependencyAction] in
@@ -263,7 +247,7 @@ extension Command: AnyCommand {
     }
 
     /// Records an edge whose place in the order was made; `EdgeOrder.lock` held.
-    private func record(_ operation: Operation, node: (any AnyCommand)?) -> AddDependencyAction {
+    private func record(_ operation: Operation, node: CommandNode?) -> AddDependencyAction {
         let action = machine.withLock {
             $0.addDependency(operation, isSelf: false, typeName: TypeNames.name(of: Self.self))
         }
@@ -278,7 +262,7 @@ extension Command: AnyCommand {
 
     /// The side effects of recording an edge (after every lock was released).
     private func perform(
-        _ action: AddDependencyAction, adding operation: Operation, node: (any AnyCommand)?, isSelf: Bool
+        _ action: AddDependencyAction, adding operation: Operation, node: CommandNode?, isSelf: Bool
     ) {
         switch action {
         case .duplicate:
@@ -326,6 +310,6 @@ extension Command: AnyCommand {
 
 /// One node on the execute walk's stack: the node and the index of its next dependency to walk.
 private struct WalkFrame {
-    let node: any AnyCommand
+    let node: CommandNode
     var next = 0
 }

@@ -113,7 +113,7 @@ extension CommandStateMachine {
 
     /// Registers a dependent, or returns this command's outcome if it already ended.
     @inline(__always)
-    mutating func addDependent(_ node: any AnyCommand) -> DependencyAnswer {
+    mutating func addDependent(_ node: CommandNode) -> DependencyAnswer {
         if let outcome { return .ended(outcome) }
         dependents.append(node)
         if case .pending = lifecycle { return .registered(pending: true) }

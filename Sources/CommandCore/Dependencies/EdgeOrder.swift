@@ -3,7 +3,7 @@ import Foundation
 /// The process-wide order that finds a cycle at the edge that closes it, at a cost bounded by the
 /// part of the graph the edge affects rather than by the graph.
 ///
-/// Every command carries a label (``AnyCommand/orderWord``), and every edge between commands
+/// Every command carries a label (``CommandNode/orderWord``), and every edge between commands
 /// keeps `label(dependency) < label(dependent)`: the labels are a topological order of all commands
 /// of the process. A new command's label is above every earlier one's. Adding `x.addDependency(y)`:
 ///
@@ -57,7 +57,7 @@ enum EdgeOrder {
     /// field without making itself an existential: no conformance look-up on the common path).
     @inline(__always)
     static func admit(
-        dependent x: AnyObject, word: inout Int64, name: @autoclosure () -> String, dependency y: any AnyCommand
+        dependent x: AnyObject, word: inout Int64, name: @autoclosure () -> String, dependency y: CommandNode
     ) -> [String]? {
         let lo = label(word)
         let high = label(y.orderWord)
@@ -71,7 +71,7 @@ enum EdgeOrder {
 
     /// Step 3, out of line.
     @inline(never)
-    private static func placeBelow(_ x: AnyObject, lo: Int64, name: String, dependency y: any AnyCommand)
+    private static func placeBelow(_ x: AnyObject, lo: Int64, name: String, dependency y: CommandNode)
         -> [String]?
     {
         var window = step
@@ -88,7 +88,7 @@ enum EdgeOrder {
     }
 
     /// Records that `node` has a dependent (so its label can no longer be raised freely).
-    static func markDependedOn(_ node: any AnyCommand) {
+    static func markDependedOn(_ node: CommandNode) {
         if !hasDependents(node.orderWord) { node.orderWord |= 1 }
     }
 
@@ -101,11 +101,11 @@ enum EdgeOrder {
 
     /// One round of step 3 with the window `[lo - window, ...)`.
     private static func search(
-        from y: any AnyCommand, below x: AnyObject, name: String, lo: Int64, window: Int64
+        from y: CommandNode, below x: AnyObject, name: String, lo: Int64, window: Int64
     ) -> SearchResult {
         let (difference, overflow) = lo.subtractingReportingOverflow(window)
         let threshold = overflow ? Int64.min : difference
-        var members: [any AnyCommand] = [y]
+        var members: [CommandNode] = [y]
         var parents: [Int] = [-1]
         var index: [ObjectIdentifier: Int] = [ObjectIdentifier(y): 0]
         var stack = [0]
@@ -116,7 +116,7 @@ enum EdgeOrder {
             var cursor = 0
             while let operation = node.walkDependency(at: cursor) {
                 cursor += 1
-                guard let dependency = operation as? any AnyCommand else { continue }
+                guard let dependency = operation as? CommandNode else { continue }
                 if dependency === x {
                     var chain = [current]
                     while parents[chain[chain.count - 1]] >= 0 { chain.append(parents[chain[chain.count - 1]]) }

@@ -76,7 +76,7 @@ struct CommandStateMachine: Sendable {
     /// The graph or group watching this command's end, told on the thread where it ended (see
     /// ``EndWatch``); cleared by the ending.
     var endWatch: EndWatch?
-    var dependents = SmallList<any AnyCommand>()
+    var dependents = SmallList<CommandNode>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)

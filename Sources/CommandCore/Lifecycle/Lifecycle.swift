@@ -68,7 +68,7 @@ struct Ending: Sendable {
     let postFinished: Bool
     /// Cancel this (the run's cancelable) when the ending is a cancel.
     let cancelable: (any Cancelable)?
-    let dependents: SmallList<any AnyCommand>
+    let dependents: SmallList<CommandNode>
     let wakeups: Wakeups
     /// A combinator's inputs, released (with a loop) once the ending was performed.
     let inputs: [Operation]

@@ -25,7 +25,7 @@ extension Command {
             return machine.dependencies.array
         }
         guard let dependencies else { return false }
-        for operation in dependencies { watchForReadiness(operation, node: operation as? any AnyCommand) }
+        for operation in dependencies { watchForReadiness(operation, node: operation as? CommandNode) }
         var ready = false
         var gateDue = false
         publish(.ready) { face in
@@ -45,7 +45,7 @@ extension Command {
     /// through Foundation's own dependency count: Foundation posts `isReady` from the thread that
     /// finished a dependency and writes the answer into its queue's cache unconditionally, so a
     /// `false` read a moment earlier could overwrite a newer `true` and strand a ready command.
-    private func watchForReadiness(_ operation: Operation, node: (any AnyCommand)?) {
+    private func watchForReadiness(_ operation: Operation, node: CommandNode?) {
         if let node {
             machine.withLock { $0.face.dependencyAdded() }
             if !node.addFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
@@ -62,7 +62,7 @@ extension Command {
 
     /// Records `operation` as a dependency for readiness, once readiness is tracked (see
     /// `watchForReadiness`).
-    func trackReadiness(of operation: Operation, node: (any AnyCommand)?) {
+    func trackReadiness(of operation: Operation, node: CommandNode?) {
         guard machine.withLock({ $0.face.tracking != .off }) else { return }
         watchForReadiness(operation, node: node)
         publishReadiness()
@@ -71,7 +71,7 @@ extension Command {
     /// Forgets `operation` for readiness (an edge removed before executing).
     func untrackReadiness(of operation: Operation) {
         guard machine.withLock({ $0.face.tracking != .off }) else { return }
-        if let node = operation as? any AnyCommand {
+        if let node = operation as? CommandNode {
             if node.removeFaceWatcher(self) { machine.withLock { $0.face.dependencyGone() } }
         } else {
             // Its watcher, when it fires, finds the edge gone.
@@ -80,15 +80,8 @@ extension Command {
         publishReadiness()
     }
 
-    func addFaceWatcher(_ node: any AnyCommand) -> Bool {
-        machine.withLock { $0.face.addWatcher(node) }
-    }
-
-    func removeFaceWatcher(_ node: any AnyCommand) -> Bool {
-        machine.withLock { $0.face.removeWatcher(node) }
-    }
-
-    func faceDependencyDidFinish() {
+    /// ``CommandNode/faceDependencyDidFinish()``.
+    func faceDependencyEnded() {
         machine.withLock { $0.face.dependencyGone() }
         publishReadiness()
     }

@@ -74,14 +74,14 @@ struct OperationFace: Sendable {
     }
 
     /// Registers `node` to be told when this command publishes `isFinished`; false if it already did.
-    mutating func addWatcher(_ node: any AnyCommand) -> Bool {
+    mutating func addWatcher(_ node: CommandNode) -> Bool {
         if finished { return false }
         watchers.append(WeakNode(node))
         return true
     }
 
     /// Removes `node`; false if it was not waiting (this command finished and told it, or is telling it).
-    mutating func removeWatcher(_ node: any AnyCommand) -> Bool {
+    mutating func removeWatcher(_ node: CommandNode) -> Bool {
         guard let index = watchers.firstIndex(where: { $0.node === node }) else { return false }
         watchers.remove(at: index)
         return true
@@ -96,8 +96,8 @@ struct OperationFace: Sendable {
 
 /// A weak reference to a dependent waiting for a command's `isFinished`.
 struct WeakNode: Sendable {
-    weak var node: (any AnyCommand)?
-    init(_ node: any AnyCommand) { self.node = node }
+    weak var node: CommandNode?
+    init(_ node: CommandNode) { self.node = node }
 }
 
 /// The KVO keys a command publishes, in the order their `willChangeValue` calls are made.

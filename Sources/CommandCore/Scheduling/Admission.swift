@@ -1,6 +1,6 @@
 import Foundation
 
-/// What the admission backlog holds: a command (through ``AnyCommand``), or a test's stand-in.
+/// What the admission backlog holds: a command, or a test's stand-in.
 protocol AdmissionCandidate: AnyObject, Sendable {
     /// Takes a queue from the pool and adds the command to it (its admission slot is taken); false if
     /// the command had ended meanwhile (a cancel): it needs no queue, and the slot is free again.
@@ -29,12 +29,13 @@ enum Admission {
     /// Slots per quality of service.
     static let limit = max(64, 16 * ProcessInfo.processInfo.activeProcessorCount)
 
-    /// One quality of service: slots taken and the commands waiting, first in first out (two
-    /// stacks: `incoming` is appended to, `outgoing` popped from, refilled reversed when empty).
+    /// One quality of service: slots taken and the commands waiting, first in first out (one list
+    /// read from `head`: a million waiting commands are one buffer, never copied reversed).
     private struct Class {
         var inFlight = 0
-        var incoming: [any AdmissionCandidate] = []
-        var outgoing: [any AdmissionCandidate] = []
+        var waiting: [(any AdmissionCandidate)?] = []
+        /// The next to hand over; `waiting` before it holds only handed-over places (nil).
+        var head = 0
 
         /// Takes a slot (true), or queues `candidate` (false).
         mutating func admit(_ candidate: any AdmissionCandidate) -> Bool {
@@ -42,21 +43,28 @@ enum Admission {
                 inFlight += 1
                 return true
             }
-            incoming.append(candidate)
+            waiting.append(candidate)
             return false
         }
 
         mutating func popFirst() -> (any AdmissionCandidate)? {
-            if outgoing.isEmpty {
-                if incoming.isEmpty { return nil }
-                outgoing = incoming.reversed()
-                incoming = []
+            guard head < waiting.count else { return nil }
+            var next: (any AdmissionCandidate)? = nil
+            swap(&next, &waiting[head])
+            head += 1
+            if head == waiting.count {
+                // Drained: a million-wide fan-out's buffer is given back.
+                waiting = []
+                head = 0
+            } else if head >= 4_096 && head * 2 >= waiting.count {
+                // Mostly handed over: drop the front (amortised O(1) a command).
+                waiting.removeFirst(head)
+                head = 0
             }
-            let next = outgoing.popLast()
-            // A million-wide fan-out left a large buffer: give it back once drained.
-            if outgoing.isEmpty { outgoing = [] }
             return next
         }
+
+        var count: Int { waiting.count - head }
     }
 
     // Guards every class (one small critical section per admission and per start).
@@ -86,7 +94,7 @@ enum Admission {
     static func snapshot(slot: Int) -> (waiting: Int, inFlight: Int) {
         classes.withLock { classes in
             guard let entry = classes[slot] else { return (0, 0) }
-            return (entry.incoming.count + entry.outgoing.count, entry.inFlight)
+            return (entry.count, entry.inFlight)
         }
     }
 }

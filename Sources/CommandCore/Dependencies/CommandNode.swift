@@ -1,0 +1,98 @@
+import Foundation
+
+/// The part of every ``Command`` that does not depend on its output type: its lock-guarded state and
+/// its place in the dependency graph. You never make or subclass one (it has no public initialiser):
+/// subclass `Command`.
+///
+/// The engine holds a command's neighbours as `CommandNode` references: a dependent in a list is 8
+/// bytes (16 as a protocol existential), and reaching a neighbour's graph half is a class cast and a
+/// method call through the class, not a protocol conformance look-up (about 300 instructions each,
+/// three a command of a chain).
+///
+/// Its callbacks and cancel are those of `Command` (see there); it has none of its own.
+open class CommandNode: Operation, @unchecked Sendable {
+    // `@unchecked Sendable`: every mutable field of the command lives in `machine`, guarded by its
+    // lock (one allocation holding the lock and the state), except `orderWord`, guarded by
+    // `EdgeOrder.lock`.
+    let machine: Locked<CommandStateMachine>
+
+    /// The command's place in the process-wide dependency order and whether a command depends on it
+    /// (see ``EdgeOrder``). Guarded by `EdgeOrder.lock`.
+    @exclusivity(unchecked) var orderWord: Int64
+
+    override init() {
+        machine = Locked(CommandStateMachine())
+        orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
+        super.init()
+    }
+
+    /// `name`, else the type (`Command<Int>`, `FetchUser`).
+    public var displayName: String {
+        machine.withLock { $0.name } ?? TypeNames.name(of: type(of: self))
+    }
+
+    // MARK: The graph half that needs only the state
+
+    /// The current dependency edges.
+    final var dependencySnapshot: [Operation] { machine.withLock { $0.dependencies.array } }
+
+    /// The walk left this node (all its dependencies were walked).
+    final func leaveStack(walk: UInt64) { machine.withLock { $0.leaveStack(walk: walk) } }
+
+    /// The dependency at `index` of the current edges, or nil past the last (the walk's cursor).
+    final func walkDependency(at index: Int) -> Operation? {
+        machine.withLock { index < $0.dependencies.count ? $0.dependencies[index] : nil }
+    }
+
+    /// Registers `node` to be told when this one ends.
+    final func addDependent(_ node: CommandNode) -> DependencyAnswer { machine.withLock { $0.addDependent(node) } }
+
+    /// Registers `node` to be told (``faceDependencyDidFinish()``) when this command publishes
+    /// `isFinished`; false if it already did.
+    final func addFaceWatcher(_ node: CommandNode) -> Bool { machine.withLock { $0.face.addWatcher(node) } }
+
+    /// Unregisters `node`; false if it was not waiting any more.
+    final func removeFaceWatcher(_ node: CommandNode) -> Bool { machine.withLock { $0.face.removeWatcher(node) } }
+
+    /// Called once by each dependency this node registered with, when that dependency ends.
+    final func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, lane: inout Bool)
+        -> Propagation?
+    {
+        dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: false, lane: &lane)
+    }
+
+    /// The same, off any lane; `isHold`: the registration's own hold is released.
+    final func dependencyDidFinish(_ outcome: Termination, dependencyName: @autoclosure () -> String, isHold: Bool)
+        -> Propagation?
+    {
+        var lane = false
+        return dependencyDidFinish(outcome, dependencyName: dependencyName(), isHold: isHold, lane: &lane)
+    }
+
+    // MARK: What `Command` implements (it runs the typed work)
+
+    /// A dependency ended. Returns the dependents of this node to notify in turn if this node ended
+    /// because of it (so a failure propagates down a million-deep chain with a loop, not with
+    /// recursion). `lane`: whether this node may take a lane queue if it becomes ready (see
+    /// `QueuePool`); set to false when it took it.
+    func dependencyDidFinish(
+        _ outcome: Termination, dependencyName: @autoclosure () -> String, isHold: Bool, lane: inout Bool
+    ) -> Propagation? {
+        preconditionFailure("CommandNode is subclassed by Command only")
+    }
+
+    /// Executes this node (and its pending dependencies) if it is pending.
+    func executeGraph() { preconditionFailure("CommandNode is subclassed by Command only") }
+
+    /// The walk step of `execute`: see ``CommandStateMachine/claim(walk:)``.
+    func claim(walk: UInt64) -> WalkClaim { preconditionFailure("CommandNode is subclassed by Command only") }
+
+    /// The walk's step as the node leaves its stack: registers with the dependencies and enqueues
+    /// when ready; returns dependencies found pending (added during the walk), which the caller executes.
+    func register(walk: UInt64, cycleError: CommandError?) -> [CommandNode] {
+        preconditionFailure("CommandNode is subclassed by Command only")
+    }
+
+    /// A dependency that is a command published `isFinished`: readiness for a user's queue.
+    func faceDependencyDidFinish() { preconditionFailure("CommandNode is subclassed by Command only") }
+}
