@@ -394,4 +394,38 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
         #expect(!sibling.granted)
         #expect(book.leave(child.ticket, now: 1) == [sibling.ticket])
     }
+
+    /// The release by an ending (`lane`) hands the lane to the first request it grants only; the
+    /// others, and a release that is not an ending, go through admission. Waiters are told outside
+    /// the book's lock, in the book's order; a request granted at once tells nobody.
+    @Test func aReleaseByAnEnding_givesItsLaneToTheFirstGrantedOnly() {
+        // Categories of this test's own: the process-wide book is shared with the other tests.
+        let unique = UUID().uuidString
+        let x = key("x-\(unique)"), y = key("y-\(unique)")
+        let log = Log()
+        let holder = Exclusivity.request([x, y], label: .init("holder"), waiter: LaneWaiter("holder", log))
+        #expect(holder.granted)
+        let first = Exclusivity.request([x], label: .init("first"), waiter: LaneWaiter("first", log))
+        let second = Exclusivity.request([y], label: .init("second"), waiter: LaneWaiter("second", log))
+        #expect(!first.granted && !second.granted && log.all.isEmpty)
+        Exclusivity.leave(holder.ticket, lane: true)
+        #expect(log.all == ["first lane", "second"])
+        let third = Exclusivity.request([x], label: .init("third"), waiter: LaneWaiter("third", log))
+        Exclusivity.leave(first.ticket)
+        #expect(log.all == ["first lane", "second", "third"])
+        Exclusivity.leave(second.ticket)
+        Exclusivity.leave(third.ticket)
+        #expect(Exclusivity.holder(of: x) == nil && Exclusivity.holder(of: y) == nil)
+    }
+}
+
+/// Records when its request is granted, and whether with the releasing lane.
+private final class LaneWaiter: ExclusivityWaiter {
+    let name: String
+    let log: Log
+    init(_ name: String, _ log: Log) {
+        self.name = name
+        self.log = log
+    }
+    func categoriesGranted(_ ticket: UInt64, lane: Bool) { log.append(lane ? "\(name) lane" : name) }
 }

@@ -80,6 +80,36 @@ extension CommandState {
         #expect(Admission.snapshot(slot: slot) == (0, 0))
     }
 
+    /// A long backlog, handed over while more arrive (its front is dropped as it drains, past 4,096
+    /// handed over): still first in, first out, nothing lost or repeated.
+    @Test func admission_aLongBacklog_drainedWhileItGrows_staysInArrivalOrder() {
+        let slot = 10_002  // a class of its own: no command uses it
+        let log = Log()
+        var next = 0
+        func admit(_ count: Int) {
+            for _ in 0..<count {
+                _ = Admission.admit(FakeCandidate(next, log: log), slot: slot)
+                next += 1
+            }
+        }
+        admit(Admission.limit + 6_000)
+        for round in 0..<20 {
+            // Never more starts than commands waiting: each start hands one over.
+            let starts = min(700, Admission.snapshot(slot: slot).waiting)
+            for _ in 0..<starts { Admission.started(slot: slot) }
+            admit(round.isMultiple(of: 2) ? 500 : 0)
+        }
+        let waiting = Admission.snapshot(slot: slot).waiting
+        for _ in 0..<waiting { Admission.started(slot: slot) }
+        let handed = log.all.compactMap(Int.init)
+        #expect(next == Admission.limit + 11_000)
+        #expect(handed.count == next - Admission.limit)
+        #expect(handed.elementsEqual(Admission.limit..<next), "not in arrival order")
+        #expect(Admission.snapshot(slot: slot) == (0, Admission.limit))
+        for _ in 0..<Admission.limit { Admission.started(slot: slot) }
+        #expect(Admission.snapshot(slot: slot) == (0, 0))
+    }
+
     /// A fan-out much wider than the bound: every command runs once, after the root, and no run
     /// ever saw more slots taken than the bound; every slot is returned.
     @Test func wideFanOut_runsEveryCommandOnce_withinTheBound() async {

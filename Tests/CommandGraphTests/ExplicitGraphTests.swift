@@ -213,6 +213,32 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect(cancelled.cancelled.sorted() == ["after", "never"])
     }
 
+    /// One command in two graphs run at once: each graph is told its end (the first through the
+    /// command's one end watch, the second through an observer), and a graph run after the command
+    /// ended is told at once.
+    @Test func aCommandInTwoGraphs_bothAreToldItsEnd_andALaterGraphToo() async throws {
+        let log = Locked<[String]>([])
+        let gate = Command<Int> { result in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { result.succeed(1) }
+            return nil
+        }
+        gate.name = "shared"
+        let first = Graph(), second = Graph()
+        try first.add(gate)
+        try first.add(node("a", log: log), dependsOn: [gate])
+        try second.add(gate)
+        try second.add(node("b", log: log), dependsOn: [gate])
+        try first.run(on: .immediate)
+        try second.run(on: .immediate)
+        let (one, two) = (await first.outcome, await second.outcome)
+        #expect(one.completed.sorted() == ["a", "shared"])
+        #expect(two.completed.sorted() == ["b", "shared"])
+        let third = Graph()
+        try third.add(gate)
+        try third.run(on: .immediate)
+        #expect(await third.outcome.completed == ["shared"])
+    }
+
     @Test func policies_runRegardless_andRunOnFirstSuccess() async throws {
         let log = Locked<[String]>([])
         let failing = node("failing", log: log, fails: true)
