@@ -5,14 +5,16 @@ import Testing
 @testable import CommandCore
 
 /// Records the order in which admitted candidates are handed over.
-private final class FakeCandidate: AdmissionCandidate {
+private final class FakeCandidate: CommandNode, @unchecked Sendable {
+    // `@unchecked Sendable`: immutable fields; `Log` guards itself.
     let index: Int
     let log: Log
     init(_ index: Int, log: Log) {
         self.index = index
         self.log = log
+        super.init()
     }
-    func handOverAdmitted(slot: Int) -> Bool {
+    override func handOverAdmitted(slot: Int) -> Bool {
         log.append("\(index)")
         return true
     }

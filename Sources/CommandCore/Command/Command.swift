@@ -153,6 +153,8 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
 
     override func faceDependencyDidFinish() { faceDependencyEnded() }
 
+    override func handOverAdmitted(slot: Int) -> Bool { handOverAfterAdmission(slot: slot) }
+
     // MARK: - State
 
     /// Where the command is in its life; see ``CommandState``.
@@ -391,6 +393,5 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
         if !released.isEmpty { DeferredRelease.release(&released) }
         let callbacks = machine.withLock { $0.releaseCallbacks }
         for callback in callbacks { callback() }
-        CommandCounters.released()
     }
 }

@@ -20,9 +20,8 @@ func propagate(_ first: Propagation) {
     }
 }
 
-/// The admission backlog and the exclusivity book hold commands through these two small protocols
-/// (their tests use stand-ins).
-extension Command: AdmissionCandidate, ExclusivityWaiter {}
+/// The exclusivity book holds commands through this small protocol (its tests use stand-ins).
+extension Command: ExclusivityWaiter {}
 
 extension Command {
     /// ``CommandNode/claim(walk:)``: an ended command the walk reaches finishes now.

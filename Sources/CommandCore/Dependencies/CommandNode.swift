@@ -95,4 +95,13 @@ open class CommandNode: Operation, @unchecked Sendable {
 
     /// A dependency that is a command published `isFinished`: readiness for a user's queue.
     func faceDependencyDidFinish() { preconditionFailure("CommandNode is subclassed by Command only") }
+
+    /// Admitted with `slot` (see ``Admission``): takes a queue and adds the command to it; false if the
+    /// command had ended meanwhile (a cancel): it needs no queue, and the slot is free again.
+    func handOverAdmitted(slot: Int) -> Bool { preconditionFailure("CommandNode is subclassed by Command only") }
+
+    deinit {
+        // Here, not in `Command`'s deinit: every node made counts as made and as released.
+        CommandCounters.released()
+    }
 }

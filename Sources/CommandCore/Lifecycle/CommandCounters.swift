@@ -1,7 +1,7 @@
 import Foundation
 
 /// The process-wide command counters: how many commands were created (their creation order) and how
-/// many are alive. Touched once in each `Command` init and deinit, under the library's own lock
+/// many are alive. Touched once in each command's init and deinit (`CommandNode`), under the library's own lock
 /// (`Synchronization.Atomic` needs macOS 15 / iOS 18).
 enum CommandCounters {
     private struct Counts {

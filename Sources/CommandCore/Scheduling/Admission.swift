@@ -1,12 +1,5 @@
 import Foundation
 
-/// What the admission backlog holds: a command, or a test's stand-in.
-protocol AdmissionCandidate: AnyObject, Sendable {
-    /// Takes a queue from the pool and adds the command to it (its admission slot is taken); false if
-    /// the command had ended meanwhile (a cancel): it needs no queue, and the slot is free again.
-    func handOverAdmitted(slot: Int) -> Bool
-}
-
 /// Bounds how many ready commands wait in the engine's own queues at once, per quality of service.
 ///
 /// Without a bound, a fan-out whose root just ended (or a fan-in executed from its sink) hands a
@@ -33,12 +26,13 @@ enum Admission {
     /// read from `head`: a million waiting commands are one buffer, never copied reversed).
     private struct Class {
         var inFlight = 0
-        var waiting: [(any AdmissionCandidate)?] = []
+        /// 8 bytes a waiting command (a class reference, not a protocol existential).
+        var waiting: [CommandNode?] = []
         /// The next to hand over; `waiting` before it holds only handed-over places (nil).
         var head = 0
 
         /// Takes a slot (true), or queues `candidate` (false).
-        mutating func admit(_ candidate: any AdmissionCandidate) -> Bool {
+        mutating func admit(_ candidate: CommandNode) -> Bool {
             if inFlight < limit {
                 inFlight += 1
                 return true
@@ -47,9 +41,9 @@ enum Admission {
             return false
         }
 
-        mutating func popFirst() -> (any AdmissionCandidate)? {
+        mutating func popFirst() -> CommandNode? {
             guard head < waiting.count else { return nil }
-            var next: (any AdmissionCandidate)? = nil
+            var next: CommandNode? = nil
             swap(&next, &waiting[head])
             head += 1
             if head == waiting.count {
@@ -72,7 +66,7 @@ enum Admission {
 
     /// Takes a slot of `slot` (a quality of service's raw value) for `candidate`: true if the
     /// caller hands it over now; false if it waits and ``started(slot:)`` hands it over later.
-    static func admit(_ candidate: any AdmissionCandidate, slot: Int) -> Bool {
+    static func admit(_ candidate: CommandNode, slot: Int) -> Bool {
         classes.withLock { $0[slot, default: Class()].admit(candidate) }
     }
 
@@ -81,7 +75,7 @@ enum Admission {
     /// A loop, not a recursion: a backlog of a million cancelled commands passes the slot on without
     /// growing the stack.
     static func started(slot: Int) {
-        while let next = classes.withLock({ classes -> (any AdmissionCandidate)? in
+        while let next = classes.withLock({ classes -> CommandNode? in
             if let next = classes[slot]?.popFirst() { return next }
             classes[slot, default: Class()].inFlight -= 1
             return nil
@@ -100,7 +94,8 @@ enum Admission {
 }
 
 extension Command {
-    func handOverAdmitted(slot: Int) -> Bool {
+    /// ``CommandNode/handOverAdmitted(slot:)``.
+    func handOverAfterAdmission(slot: Int) -> Bool {
         let makeQueue = queueMaker(lane: false)
         if addToQueue(machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }) { return true }
         // Ended meanwhile: it will not start, so it does not keep the slot.
