@@ -285,6 +285,29 @@ extension CommandState {
         #expect(steps.all == ["first", "first ended", "second", "second ended"])
     }
 
+    /// A group of one-at-a-time children that each end as they are executed (a `map` of a ready value
+    /// runs in place): each end starts the next child on the same thread, so neither the in-place runs
+    /// nor the group's watch of its children's ends may nest a level per child. 5,000 of them, the
+    /// group executed on a 512 KiB thread (Apple's secondary threads): all complete.
+    @Test func sequentialChildrenEndingInPlace_onASmallStack_allComplete() async {
+        let children = (0..<5_000).map { index in Command.just(index).map { $0 + 1 } }
+        let group = GroupCommand(name: "in place", children: children)
+        group.maxConcurrentChildren = 1
+        let ended = Checkpoint()
+        let outcome = Locked<Graph.Outcome?>(nil)
+        let thread = Thread {
+            group.execute(on: .immediate) { event in
+                if let value = event.value { outcome.withLock { $0 = value } }
+                if event.isTerminal { ended.fulfill() }
+            }
+        }
+        thread.stackSize = 512 * 1024
+        thread.start()
+        #expect(await ended.wait(seconds: 120))
+        #expect(outcome.withLock { $0?.completed.count } == 5_000)
+        #expect(children.allSatisfy { $0.state.isTerminal })
+    }
+
     @Test func emptyGroup_completesAtOnce() async {
         let ended = await run(GroupCommand(name: "empty"))
         #expect(ended.events == ["value", "completed"])

@@ -71,7 +71,8 @@ extension Command: CommandFace {
 }
 
 /// Told when a command it watches ended (``CommandFace/watchEnd(by:)``), on the thread where the
-/// command ended, after its observers' and dependents' wake-ups were scheduled: one watch for every
+/// command ended (through the delivery trampoline, as an `.immediate` observer), after its observers'
+/// wake-ups were scheduled and its KVO notifications posted, before its dependents are told: one watch for every
 /// member of a graph or a group, held by each member until it ends (8 bytes a command, nothing
 /// allocated per command; an observer per member cost about 400 bytes a node).
 package final class EndWatch: Sendable {

@@ -27,6 +27,20 @@ extension Command {
         if let propagation = performLocally(ending) { propagate(propagation) }
     }
 
+    /// Tells a graph or group that this command ended, through the delivery trampoline as an observer
+    /// would be: a group whose next child ends inside this call (a combinator child, run in place)
+    /// nests at most ``Trampoline/maxNesting`` levels, then queues, so a sequential group of 10,000
+    /// such children does not grow the stack by 10,000 levels.
+    private func tell(_ watch: EndWatch, _ state: CommandState) {
+        let trampoline = Trampoline.deliveries
+        let queue = trampoline.queue
+        if trampoline.mayDeliverNow(queue) {
+            trampoline.deliverNow(on: queue) { watch.ended(self, state) }
+        } else {
+            trampoline.run { [self] in watch.ended(self, state) }
+        }
+    }
+
     /// An ending's effects on this command; returns what its dependents must be told.
     func performLocally(_ ending: Ending) -> Propagation? {
         if CommandLogging.isOn { CommandLogging.ended(displayName, ending.outcome) }
@@ -47,7 +61,7 @@ extension Command {
         schedule(ending.wakeups)
         // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.
         withExtendedLifetime(self) { publish(ending) }
-        if let watch = ending.endWatch { watch.ended(self, ending.outcome.state) }
+        if let watch = ending.endWatch { tell(watch, ending.outcome.state) }
         if !ending.observers.isEmpty {
             let state = ending.outcome.state
             for observer in ending.observers { observer.didFinish(self, state: state) }

@@ -78,6 +78,6 @@ struct Ending: Sendable {
     let gate: GateCleanup?
     /// Its lifecycle observers (empty for most commands): told before and after the ending.
     let observers: [any CommandObserver]
-    /// The graph or group watching its end, told once its dependents' wake-ups are scheduled.
+    /// The graph or group watching its end, told once its observers' wake-ups are scheduled.
     let endWatch: EndWatch?
 }
