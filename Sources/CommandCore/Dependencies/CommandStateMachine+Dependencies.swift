@@ -95,9 +95,9 @@ extension CommandStateMachine {
     mutating func removeDependency(_ operation: Operation) -> Removal {
         guard case .pending = lifecycle else { return .refused }
         guard hasDependency(operation) else { return .absent }
-        dependencyIDs.remove(ObjectIdentifier(operation))
+        if dependencies.count >= Self.dependencySetThreshold { dependencyIDs.remove(ObjectIdentifier(operation)) }
         dependencies.remove(operation)
-        if dependencies.count < Self.dependencySetThreshold { dependencyIDs = [] }
+        if dependencies.count < Self.dependencySetThreshold { clearDependencyIDs() }
         return .removed
     }
 
@@ -106,7 +106,7 @@ extension CommandStateMachine {
     mutating func takeDependencies() -> [Operation] {
         defer {
             dependencies = OperationList()
-            dependencyIDs = []
+            clearDependencyIDs()
         }
         return dependencies.array
     }

@@ -133,23 +133,41 @@ struct CommandStateMachine: Sendable {
     var hasRareFields: Bool { rareBox != nil }
 
     /// The conditions and categories checked before the run; nil for a command without any.
-    /// Written in place in the box, copied first only if a copy of this state shares it.
+    ///
+    /// Written in place in the box (made on the first write, copied first only if a copy of this state
+    /// shares it). The engine writes it only where a gate exists or is being made (``endGate()``
+    /// guards the ending), so a command without conditions never makes the box; and the accessor
+    /// keeps no gate-sized local of its own, so its coroutine's frame fits the caller's buffer (a
+    /// local `Gate?` here made every write a `malloc`: nine an exclusive command).
     var gate: Gate? {
         @inline(__always) get { rareBox?.fields.gate }
         _modify {
-            if rareBox != nil {
-                if !isKnownUniquelyReferenced(&rareBox!) { rareBox = RareBox(rareBox!.fields) }
-                yield &rareBox!.fields.gate
-            } else {
-                // No box yet: a write of nothing (a mutating call on nil, an empty list) makes none.
-                var value: Gate? = nil
-                yield &value
-                if value != nil { rare.gate = value }
+            if rareBox == nil {
+                rareBox = RareBox(RareFields())
+            } else if !isKnownUniquelyReferenced(&rareBox!) {
+                rareBox = RareBox(rareBox!.fields)
             }
+            yield &rareBox!.fields.gate
         }
     }
     /// The gate's phase, read in place (the `gate` getter copies the whole gate).
     var gatePhase: Gate.Phase? { rareBox?.fields.gate?.phase }
+
+    /// Ends the gate, if there is one (`Gate.end()`): a command without a gate never enters the
+    /// `gate` accessor's coroutine, whose frame is allocated on the heap (one `malloc` a command).
+    @inline(__always)
+    mutating func endGate() -> GateCleanup? {
+        guard rareBox?.fields.gate != nil else { return nil }
+        return gate!.end()
+    }
+
+    /// Forgets the dependencies' identities, if they were indexed; like ``endGate()``, nothing for a
+    /// command that has none.
+    @inline(__always)
+    mutating func clearDependencyIDs() {
+        guard rareBox?.fields.dependencyIDs.isEmpty == false else { return }
+        dependencyIDs = []
+    }
 
     /// Made on first use (most commands never report progress).
     var progress: Progress? {
@@ -330,7 +348,7 @@ struct CommandStateMachine: Sendable {
         let ending = Ending(
             outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
             cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
-            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress, gate: gate?.end(),
+            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress, gate: endGate(),
             observers: lifecycleObservers, endWatch: endWatch)
         endWatch = nil
         if !runInProgress { inputs = [] }
