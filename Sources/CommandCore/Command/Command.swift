@@ -283,21 +283,7 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
     /// as a diagnostic. The original's `excuteQueue` / `setExecQueue:`.
     public var executeQueue: OperationQueue {
         get {
-            let makeQueue = queueMaker
-            return machine.withLock { machine in
-                if let queue = machine.queue.executeQueue { return queue }
-                // Not pooled afterwards: whoever asked may keep it and add operations later.
-                let queue: OperationQueue
-                if let underlying = machine.queue.underlying {
-                    queue = QueuePool.queue(on: underlying)
-                } else {
-                    queue = makeQueue()
-                }
-                if let name = machine.name { queue.name = name }
-                machine.queue.executeQueue = queue
-                machine.queue.ownsQueue = true
-                return queue
-            }
+            withQueueMaker(lane: false) { makeQueue in executeQueueNow(makeQueue) }
         }
         set {
             let late = machine.withLock { machine -> Bool in
@@ -393,5 +379,25 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
         if !released.isEmpty { DeferredRelease.release(&released) }
         let callbacks = machine.withLock { $0.releaseCallbacks }
         for callback in callbacks { callback() }
+    }
+}
+
+extension Command {
+    /// ``Command/executeQueue``'s getter, under the command's lock.
+    fileprivate func executeQueueNow(_ makeQueue: () -> OperationQueue) -> OperationQueue {
+        machine.withLock { machine in
+            if let queue = machine.queue.executeQueue { return queue }
+            // Not pooled afterwards: whoever asked may keep it and add operations later.
+            let queue: OperationQueue
+            if let underlying = machine.queue.underlying {
+                queue = QueuePool.queue(on: underlying)
+            } else {
+                queue = makeQueue()
+            }
+            if let name = machine.name { queue.name = name }
+            machine.queue.executeQueue = queue
+            machine.queue.ownsQueue = true
+            return queue
+        }
     }
 }

@@ -125,10 +125,12 @@ extension Command {
             if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
             return []
         }
-        let makeQueue = queueMaker
         let dependencies: OperationList
         let admitting = !InlineExecution.isOn
-        switch machine.withLock({ $0.register(walk: walk, admitting: admitting, makeQueue: makeQueue) }) {
+        let step = withQueueMaker(lane: false) { makeQueue in
+            machine.withLock { $0.register(walk: walk, admitting: admitting, makeQueue: makeQueue) }
+        }
+        switch step {
         case .none:
             return []
         case .placed(let placement):

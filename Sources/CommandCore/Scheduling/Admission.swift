@@ -96,8 +96,10 @@ enum Admission {
 extension Command {
     /// ``CommandNode/handOverAdmitted(slot:)``.
     func handOverAfterAdmission(slot: Int) -> Bool {
-        let makeQueue = queueMaker(lane: false)
-        if addToQueue(machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }) { return true }
+        let queue = withQueueMaker(lane: false) { makeQueue in
+            machine.withLock { $0.handOverAdmitted(slot: slot, makeQueue: makeQueue) }
+        }
+        if addToQueue(queue) { return true }
         // Ended meanwhile: it will not start, so it does not keep the slot.
         machine.withLock { _ = $0.takeAdmission() }
         return false

@@ -4,14 +4,15 @@ import Foundation
 // Hand-over: a ready command is handed to its queue (through `Admission`, on a lane, or in place for a
 // combinator node); `Start/` runs it there.
 extension Command {
-    /// Makes the command's own queue, with its quality of service.
-    var queueMaker: () -> OperationQueue { queueMaker(lane: false) }
-
-    /// Makes the command's own queue: a lane queue if it continues the work of the dependency that
-    /// just ended on this thread (see `QueuePool`).
-    func queueMaker(lane: Bool) -> () -> OperationQueue {
+    /// Calls `body` with what makes the command's own queue, with its quality of service (read here,
+    /// before the command's lock: Foundation's own lock guards it): a lane queue if `lane`, the command
+    /// continuing the work of the dependency that just ended on this thread (see `QueuePool`). The
+    /// maker is a non-escaping closure: no context is allocated per hand-over (an escaping one was a
+    /// `malloc` a command).
+    @inline(__always)
+    func withQueueMaker<Result>(lane: Bool, _ body: (() -> OperationQueue) -> Result) -> Result {
         let qualityOfService = qualityOfService
-        return { QueuePool.take(qualityOfService, lane: lane) }
+        return body { QueuePool.take(qualityOfService, lane: lane) }
     }
 
     /// Hands the ready command over: the state machine's one placement decision
@@ -19,9 +20,11 @@ extension Command {
     /// by its dependency's end on this thread (or its gate opened for such a hand-over), so it continues
     /// on a lane queue, without admission (see ``QueuePool``).
     func handOver(lane: Bool) {
-        let makeQueue = queueMaker(lane: lane)
         let admitting = !lane && !InlineExecution.isOn
-        perform(machine.withLock { $0.place(makeQueue: makeQueue, admitting: admitting) }, lane: lane)
+        let placement = withQueueMaker(lane: lane) { makeQueue in
+            machine.withLock { $0.place(makeQueue: makeQueue, admitting: admitting) }
+        }
+        perform(placement, lane: lane)
     }
 
     /// Carries out a placement (outside the lock).
@@ -33,8 +36,8 @@ extension Command {
         case .startedByCaller:
             // Inside its own `start()`: run there, on the queue that called it.
             if isBeingStartedHere { return runInStart() }
-            let makeQueue = queueMaker(lane: lane)
-            addToQueue(machine.withLock { $0.handOver(makeQueue: makeQueue) })
+            addToQueue(
+                withQueueMaker(lane: lane) { makeQueue in machine.withLock { $0.handOver(makeQueue: makeQueue) } })
         }
     }
 

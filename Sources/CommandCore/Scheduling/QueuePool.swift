@@ -18,21 +18,35 @@ import Foundation
 /// dependent made ready by one ending continues on its lane.
 enum QueuePool {
     private static let limit = 256
+    /// By quality of service (``kind(_:)``): arrays, not dictionaries keyed by the raw value, whose
+    /// `subscript(_:default:)` writes allocated their accessor's frame on the heap (a `malloc` a
+    /// command of a chain).
     private struct Idle {
-        var plain: [Int: [OperationQueue]] = [:]
-        var lanes: [Int: [LaneQueue]] = [:]
+        var plain: [[OperationQueue]] = Array(repeating: [], count: 5)
+        var lanes: [[LaneQueue]] = Array(repeating: [], count: 5)
+    }
+
+    /// The index of a quality of service in ``Idle``'s arrays.
+    private static func kind(_ qualityOfService: QualityOfService) -> Int {
+        switch qualityOfService {
+        case .userInteractive: return 0
+        case .userInitiated: return 1
+        case .utility: return 2
+        case .background: return 3
+        default: return 4
+        }
     }
     // Guards the idle queues, by kind and quality of service.
     private static let idle = Locked<Idle>(Idle())
 
     /// An idle queue for `qualityOfService` (a lane queue if `lane`), or a new one.
     static func take(_ qualityOfService: QualityOfService, lane: Bool) -> OperationQueue {
-        let qos = qualityOfService.rawValue
+        let kind = kind(qualityOfService)
         if lane {
-            if let queue = idle.withLock({ $0.lanes[qos]?.popLast() }) { return queue }
+            if let queue = idle.withLock({ $0.lanes[kind].popLast() }) { return queue }
             return LaneQueue(qualityOfService: qualityOfService)
         }
-        if let queue = idle.withLock({ $0.plain[qos]?.popLast() }) { return queue }
+        if let queue = idle.withLock({ $0.plain[kind].popLast() }) { return queue }
         let queue = OperationQueue()
         queue.qualityOfService = qualityOfService
         // Straight onto the global queue (never released, so Foundation's `unowned(unsafe)` is safe):
@@ -66,14 +80,14 @@ enum QueuePool {
             guard queue.operations.allSatisfy({ $0 === command || $0 is StartOperation }) else { return }
         }
         if named { queue.name = nil }
-        let qos = queue.qualityOfService.rawValue
+        let kind = kind(queue.qualityOfService)
         if let lane = queue as? LaneQueue {
             idle.withLock { idle in
-                if idle.lanes[qos, default: []].count < limit { idle.lanes[qos, default: []].append(lane) }
+                if idle.lanes[kind].count < limit { idle.lanes[kind].append(lane) }
             }
         } else {
             idle.withLock { idle in
-                if idle.plain[qos, default: []].count < limit { idle.plain[qos, default: []].append(queue) }
+                if idle.plain[kind].count < limit { idle.plain[kind].append(queue) }
             }
         }
     }
