@@ -13,8 +13,8 @@ if [ -n "$others" ]; then
     echo "$others"
     status=1
 fi
-will=$(grep -cE '^\s*for name in names \{ willChangeValue\(forKey: name\) \}' "$helper" || true)
-did=$(grep -cE '^\s*for name in names \{ didChangeValue\(forKey: name\) \}' "$helper" || true)
+will=$(grep -cE '^\s*keys\.forEachName \{ willChangeValue\(forKey: \$0\) \}' "$helper" || true)
+did=$(grep -cE '^\s*keys\.forEachName \{ didChangeValue\(forKey: \$0\) \}' "$helper" || true)
 calls=$(grep -vE '^\s*//' "$helper" | grep -cE '(will|did)ChangeValue\(' || true)
 if [ "$will" != 1 ] || [ "$did" != 1 ] || [ "$calls" != 2 ]; then
     echo "$helper must post KVO in exactly one will/did pair (found will=$will did=$did calls=$calls)"

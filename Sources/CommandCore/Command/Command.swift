@@ -375,8 +375,8 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
         // dependencies with a loop: see `DeferredRelease`.
         // One owner of the references only, handed over to DeferredRelease: any other copy kept
         // here would be released when deinit returns, recursively.
-        var released = machine.withLock { $0.takeDependencies() + $0.takeInputs() }
-        if !released.isEmpty { DeferredRelease.release(&released) }
+        var (dependencies, inputs) = machine.withLock { ($0.takeDependencies(), $0.takeInputs()) }
+        if !dependencies.isEmpty || !inputs.isEmpty { DeferredRelease.release(&dependencies, &inputs) }
         let callbacks = machine.withLock { $0.releaseCallbacks }
         for callback in callbacks { callback() }
     }

@@ -103,12 +103,12 @@ extension CommandStateMachine {
 
     /// Empties the edge list (when the command is released).
     @inline(__always)
-    mutating func takeDependencies() -> [Operation] {
+    mutating func takeDependencies() -> OperationList {
         defer {
             dependencies = OperationList()
             clearDependencyIDs()
         }
-        return dependencies.array
+        return dependencies
     }
 
     /// Registers a dependent, or returns this command's outcome if it already ended.

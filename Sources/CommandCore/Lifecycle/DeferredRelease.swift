@@ -23,6 +23,22 @@ enum DeferredRelease {
         let list = current
         list.items.append(contentsOf: operations)
         operations = []
+        drain(list)
+    }
+
+    /// A dying command's edges and inputs, taken out of its state (consumed: emptied here, before the
+    /// drain, so no other copy releases them recursively); no array is made for them.
+    static func release(_ dependencies: inout OperationList, _ inputs: inout [Operation]) {
+        let list = current
+        for operation in dependencies { list.items.append(operation) }
+        list.items.append(contentsOf: inputs)
+        dependencies = OperationList()
+        inputs = []
+        drain(list)
+    }
+
+    /// Drains `list` unless a drain further up this thread's stack does.
+    private static func drain(_ list: List) {
         if list.draining { return }
         list.draining = true
         while let operation = list.items.popLast() {

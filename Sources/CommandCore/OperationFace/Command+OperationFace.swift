@@ -12,10 +12,9 @@ extension Command {
     ///
     /// The only place in the library that posts KVO (`scripts/check-kvo.sh` checks it).
     func publish(_ keys: FaceKeys, _ apply: (inout OperationFace) -> Void) {
-        let names = keys.names
-        for name in names { willChangeValue(forKey: name) }
+        keys.forEachName { willChangeValue(forKey: $0) }
         machine.withLock { apply(&$0.face) }
-        for name in names { didChangeValue(forKey: name) }
+        keys.forEachName { didChangeValue(forKey: $0) }
     }
 
     /// Publishes what an ending changed: `isCancelled` (and `isReady`, which a cancel makes true),

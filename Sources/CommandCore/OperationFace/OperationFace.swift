@@ -112,10 +112,17 @@ struct FaceKeys: OptionSet, Sendable {
     /// other flag is already published when it does).
     var names: [String] {
         var names: [String] = []
-        if contains(.ready) { names.append("isReady") }
-        if contains(.cancelled) { names.append("isCancelled") }
-        if contains(.executing) { names.append("isExecuting") }
-        if contains(.finished) { names.append("isFinished") }
+        forEachName { names.append($0) }
         return names
+    }
+
+    /// Calls `body` with each key's name, in the order of ``names``, without making an array (a
+    /// publish runs twice a command: the array was two allocations each time).
+    @inline(__always)
+    func forEachName(_ body: (String) -> Void) {
+        if contains(.ready) { body("isReady") }
+        if contains(.cancelled) { body("isCancelled") }
+        if contains(.executing) { body("isExecuting") }
+        if contains(.finished) { body("isFinished") }
     }
 }
