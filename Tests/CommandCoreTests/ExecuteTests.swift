@@ -92,6 +92,37 @@ final class Gate: Sendable {
         #expect(seen.withLock { $0 } == "assigned")
     }
 
+    /// A terminal callback, on the callback's own queue, reads the flags as already published: a
+    /// completed command `isFinished`, a cancelled one `isCancelled` (the ending posts its KVO
+    /// notifications before it schedules its observers' hops; a cancelled command its engine's queue
+    /// still holds is finished only when that queue starts it, as Foundation's are). 200 of each.
+    @Test func terminalCallback_readsTheFlagsAsPublished() async {
+        let callbacks = DispatchQueue(label: "callbacks")
+        let wrong = Locked<[String]>([])
+        let done = Checkpoint(count: 400)
+        for index in 0..<200 {
+            let completing = Command<Int> { result in
+                result.succeed(index)
+                return nil
+            }
+            completing.execute(on: .queue(callbacks)) { [completing] event in
+                guard event.isTerminal else { return }
+                if !completing.isFinished { wrong.withLock { $0.append("completed \(index): not finished") } }
+                done.fulfill()
+            }
+            // Keeps its result (a run that lets go of it fails), ends only when cancelled.
+            let cancelled = Command<Int> { result in BlockCancelable { _ = result } }
+            cancelled.execute(on: .queue(callbacks)) { [cancelled] event in
+                guard event.isTerminal else { return }
+                if !cancelled.isCancelled { wrong.withLock { $0.append("cancelled \(index): not cancelled") } }
+                done.fulfill()
+            }
+            cancelled.cancel()
+        }
+        #expect(await done.wait())
+        #expect(wrong.withLock { $0 }.isEmpty, "\(wrong.withLock { $0 }.prefix(5))")
+    }
+
     @Test func state_andOperationFlags_agreeThroughTheRun() async {
         let gate = Gate()
         let command = gate.command()

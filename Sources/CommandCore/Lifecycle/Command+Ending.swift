@@ -56,11 +56,11 @@ extension Command {
         if let cancelable = ending.cancelable { Trampoline.cancels.run { cancelable.cancel() } }
         if let progress = ending.progress { ProgressGuard.complete(progress) }
         if let gate = ending.gate { gate.cancelEvaluation() }
-        // The observers' hops first: their threads wake while this one posts the KVO notifications (a
-        // sequential round trip's latency; the docs promise no order between the two).
-        schedule(ending.wakeups)
         // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.
+        // Before the observers' hops: a terminal callback reads `isCancelled` and `isFinished` as
+        // published (scheduling the hops first woke a callback that read `isCancelled` false).
         withExtendedLifetime(self) { publish(ending) }
+        schedule(ending.wakeups)
         if let watch = ending.endWatch { tell(watch, ending.outcome.state) }
         if !ending.observers.isEmpty {
             let state = ending.outcome.state
