@@ -39,7 +39,7 @@ extension Command {
     /// executed, handed to a queue of yours, or began its checks. False (nothing changed) after.
     func changeGate(_ change: (inout Gate) -> Void) -> Bool {
         machine.withLock { machine -> Bool in
-            guard machine.acceptsDependencies, machine.gate?.phase ?? .closed == .closed,
+            guard machine.acceptsDependencies, machine.gatePhase ?? .closed == .closed,
                 machine.face.tracking == .off
             else { return false }
             if machine.gate == nil {
@@ -90,7 +90,7 @@ extension Command {
     package func scopeCategories(_ scopes: [String: ObjectIdentifier]) {
         guard !scopes.isEmpty else { return }
         machine.withLock { machine in
-            if let gate = machine.gate, gate.phase != .closed { return }
+            if let phase = machine.gatePhase, phase != .closed { return }
             machine.categoryScopes.merge(scopes) { _, new in new }
         }
     }

@@ -108,16 +108,8 @@ struct FaceKeys: OptionSet, Sendable {
     static let executing = FaceKeys(rawValue: 4)
     static let finished = FaceKeys(rawValue: 8)
 
-    /// Foundation's key names, ready first and finished last (a queue reacts to `isFinished`, so every
-    /// other flag is already published when it does).
-    var names: [String] {
-        var names: [String] = []
-        forEachName { names.append($0) }
-        return names
-    }
-
-    /// Calls `body` with each key's name, in the order of ``names``, without making an array (a
-    /// publish runs twice a command: the array was two allocations each time).
+    /// Calls `body` with each key's Foundation name, ready first and finished last (a queue reacts to
+    /// `isFinished`, so every other flag is already published when it does), without making an array.
     @inline(__always)
     func forEachName(_ body: (String) -> Void) {
         if contains(.ready) { body("isReady") }
