@@ -108,27 +108,26 @@ struct Pipeline: DurableWorkflow {
 
 let store = try DurableStore(path: storePath, durability: .full)
 try store.register(Pipeline.self)
-let before = try store.runs(.unfinished)
+let before = try await store.runs(.unfinished)
 if let crashAfter {
-    // Watches the records from a thread of its own and kills this process once enough are committed.
-    let watcher = Thread {
+    // Watches the records from a task of its own and kills this process once enough are committed.
+    Task {
         while true {
             let recorded =
-                (try? store.runs().first?.steps.filter { $0.state == .completed }.count) ?? 0
+                (try? await store.runs().first?.steps.filter { $0.state == .completed }.count) ?? 0
             if recorded >= crashAfter {
                 print("crash: \(recorded) steps recorded; SIGKILL")
                 fflush(nil)
                 kill(getpid(), SIGKILL)
             }
-            usleep(2_000)
+            try await Task.sleep(for: .milliseconds(2))
         }
     }
-    watcher.start()
 }
 if !before.isEmpty { print("resuming \(before.map(\.id)) from \(storePath)") }
-let run = try store.start(Pipeline.self, id: "batch-1", input: .init(folder: folder.path, files: names))
+let run = try await store.start(Pipeline.self, id: "batch-1", input: .init(folder: folder.path, files: names))
 let value = try await run.value
-let record = try store.runs().first
+let record = try await store.runs().first
 let ran = ranHere.withLock { $0 }
 for step in record?.steps ?? [] {
     if let attempt = ran[step.id] {

@@ -45,25 +45,25 @@ struct Independent: DurableWorkflow {
     }
 }
 
-func wait<Output>(_ run: Command<Output>) {
-    let done = DispatchSemaphore(value: 0)
-    run.execute(on: .immediate) { event in if event.isTerminal { done.signal() } }
-    done.wait()
+func wait<Output>(_ run: Command<Output>) async {
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        run.execute(on: .immediate) { event in if event.isTerminal { done.resume() } }
+    }
 }
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
-func durableChain(_ durability: DurableDurability) throws -> Double {
+func durableChain(_ durability: DurableDurability) async throws -> Double {
     let store = try DurableStore(path: freshPath(), durability: durability)
     defer { store.close() }
     try store.register(Chain.self)
     let start = Date()
-    let run = try store.start(Chain.self, id: "chain", input: chainLength)
-    wait(run)
+    let run = try await store.start(Chain.self, id: "chain", input: chainLength)
+    await wait(run)
     return Date().timeIntervalSince(start) / Double(chainLength)
 }
 
-func plainChain() -> Double {
+func plainChain() async -> Double {
     let start = Date()
     var previous = work(0)
     var commands = [previous]
@@ -73,18 +73,18 @@ func plainChain() -> Double {
         commands.append(next)
         previous = next
     }
-    wait(previous)
+    await wait(previous)
     return Date().timeIntervalSince(start) / Double(chainLength)
 }
 
-func independent(_ durability: DurableDurability) throws -> (Double, Int) {
+func independent(_ durability: DurableDurability) async throws -> (Double, Int) {
     let store = try DurableStore(path: freshPath(), durability: durability)
     defer { store.close() }
     try store.register(Independent.self)
     let before = DurableMeasurements.commits(of: store)
     let start = Date()
-    let run = try store.start(Independent.self, id: "wide", input: independentCount)
-    wait(run)
+    let run = try await store.start(Independent.self, id: "wide", input: independentCount)
+    await wait(run)
     let elapsed = Date().timeIntervalSince(start) / Double(independentCount + 1)
     return (elapsed, DurableMeasurements.commits(of: store) - before)
 }
@@ -96,17 +96,17 @@ if ProcessInfo.processInfo.environment["DURABLE_COST_MEMORY"] != nil {
     let store = try DurableStore.inMemory()
     try store.register(Chain.self)
     let start = Date()
-    wait(try store.start(Chain.self, id: "memory", input: chainLength))
+    await wait(try await store.start(Chain.self, id: "memory", input: chainLength))
     print("in memory: chain \(us(Date().timeIntervalSince(start) / Double(chainLength))) per step")
 }
 for durability in [DurableDurability.full, .normal] {
     var chain: [Double] = [], floor: [Double] = [], wide: [Double] = [], commits: [Double] = []
     for _ in 0..<3 {
-        chain.append(try durableChain(durability))
+        chain.append(try await durableChain(durability))
         floor.append(
             try DurableMeasurements.floor(path: freshPath(), steps: chainLength, durability: durability)
                 / Double(chainLength))
-        let (perStep, made) = try independent(durability)
+        let (perStep, made) = try await independent(durability)
         wide.append(perStep)
         commits.append(Double(made))
     }
@@ -119,7 +119,7 @@ for durability in [DurableDurability.full, .normal] {
     )
     if durability == .normal || durability == .full {
         var plain: [Double] = []
-        for _ in 0..<3 { plain.append(plainChain()) }
+        for _ in 0..<3 { plain.append(await plainChain()) }
         print(
             "\(name): the same command plainly \(us(median(plain))) per step: a durable step adds \(us(median(chain) - median(plain)))"
         )
@@ -132,7 +132,7 @@ var opens: [Double] = []
 for _ in 0..<3 {
     let start = Date()
     let store = try DurableStore(path: seeded)
-    let report = try store.resumeUnfinished()
+    let report = try await store.resumeUnfinished()
     opens.append(Date().timeIntervalSince(start))
     precondition(report.resumed.isEmpty)
     store.close()

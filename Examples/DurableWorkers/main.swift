@@ -43,7 +43,7 @@ let lease = Duration.seconds(2)
 // A worker process: works every registered workflow's ready steps until SIGTERM, then drains.
 if arguments.first == "--worker", arguments.count == 3 {
     let name = arguments[2]
-    let store = try DurableStore(postgres: arguments[1], lease: lease)
+    let store = try await DurableStore(postgres: arguments[1], lease: lease)
     try store.register(Transcode.self)
     let worker = try store.work(concurrency: 4)
     print("\(name): working (pid \(getpid()))")
@@ -78,12 +78,12 @@ if let index = arguments.firstIndex(of: "--postgres"), index + 1 < arguments.cou
 }
 defer { server?.stop() }
 
-let store = try DurableStore(postgres: url, lease: lease)
+let store = try await DurableStore(postgres: url, lease: lease)
 try store.register(Transcode.self)
 var runs: [(id: String, run: DurableRun<String>)] = []
 for index in 0..<12 {
     let id = "video-\(index)"
-    runs.append((id, try store.enqueue(Transcode.self, id: id, input: .init(video: "clip\(index).mov"))))
+    runs.append((id, try await store.enqueue(Transcode.self, id: id, input: .init(video: "clip\(index).mov"))))
 }
 print("recorded 12 runs; starting three workers")
 
@@ -102,7 +102,7 @@ let nameOfPid = Dictionary(uniqueKeysWithValues: workers.map { ($0.value.process
 // worker-b is killed once it has begun steps (its claims are recorded with its pid).
 let victim = workers["worker-b"]!
 while true {
-    let owners = try store.runs().flatMap(\.steps).compactMap(\.owner)
+    let owners = try await store.runs().flatMap(\.steps).compactMap(\.owner)
     if owners.contains(where: { $0.contains("/\(victim.processIdentifier)/") }) { break }
     try await Task.sleep(nanoseconds: 20_000_000)
 }
@@ -123,7 +123,7 @@ for name in names {
 
 print("\nwho did which step (the store's records: each step's owner is host/pid/store):")
 var counts: [String: Int] = [:]
-for record in try store.runs() {
+for record in try await store.runs() {
     let line = record.steps.map { step -> String in
         let pid = step.owner.flatMap { $0.split(separator: "/").dropFirst().first }.flatMap { Int32($0) }
         let who = pid.flatMap { nameOfPid[$0] } ?? "?"
@@ -134,6 +134,6 @@ for record in try store.runs() {
     print("\(record.id): \(line.joined(separator: ", "))")
 }
 print("steps recorded by " + counts.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
-let takenOver = try store.runs().flatMap(\.steps).filter { $0.attempts > 1 }.count
+let takenOver = try await store.runs().flatMap(\.steps).filter { $0.attempts > 1 }.count
 print("steps begun again after worker-b was killed: \(takenOver)")
 store.close()

@@ -44,7 +44,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 
 // A worker process: --worker URL concurrency; works until SIGTERM, then drains and exits.
 if arguments.first == "--worker", arguments.count == 3 {
-    let store = try DurableStore(postgres: arguments[1])
+    let store = try await DurableStore(postgres: arguments[1])
     try store.register(CostChain.self)
     let worker = try store.work(concurrency: Int(arguments[2]) ?? 4)
     signal(SIGTERM, SIG_IGN)
@@ -85,11 +85,11 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 /// from the first recorded start to the last recorded end.
 func workers(processes: Int, concurrency: Int, runs: Int) async throws -> Double {
     let url = try await freshDatabase()
-    let store = try DurableStore(postgres: url)
+    let store = try await DurableStore(postgres: url)
     defer { store.close() }
     try store.register(CostChain.self)
     var enqueued: [DurableRun<Int>] = []
-    for index in 0..<runs { enqueued.append(try store.enqueue(CostChain.self, id: "run-\(index)", input: index)) }
+    for index in 0..<runs { enqueued.append(try await store.enqueue(CostChain.self, id: "run-\(index)", input: index)) }
     var children: [Process] = []
     for _ in 0..<processes {
         let process = Process()
@@ -101,17 +101,17 @@ func workers(processes: Int, concurrency: Int, runs: Int) async throws -> Double
     for run in enqueued { _ = try await run.value }
     for child in children { kill(child.processIdentifier, SIGTERM) }
     for child in children { child.waitUntilExit() }
-    let records = try store.runs().flatMap(\.steps)
+    let records = try await store.runs().flatMap(\.steps)
     let first = records.compactMap(\.started).min()!, last = records.compactMap(\.ended).max()!
     return last.timeIntervalSince(first) / Double(records.count)
 }
 
-func enqueueRate(_ open: () throws -> DurableStore, count: Int) throws -> Double {
-    let store = try open()
+func enqueueRate(_ open: () async throws -> DurableStore, count: Int) async throws -> Double {
+    let store = try await open()
     defer { store.close() }
     try store.register(OneStep.self)
     let start = Date()
-    for index in 0..<count { _ = try store.enqueue(OneStep.self, id: "e-\(index)", input: index) }
+    for index in 0..<count { _ = try await store.enqueue(OneStep.self, id: "e-\(index)", input: index) }
     return Double(count) / Date().timeIntervalSince(start)
 }
 
@@ -145,9 +145,9 @@ try FileManager.default.createDirectory(at: folder, withIntermediateDirectories:
 defer { try? FileManager.default.removeItem(at: folder) }
 for round in 0..<3 {
     let url = try await freshDatabase()
-    postgresRounds.append(try enqueueRate({ try DurableStore(postgres: url) }, count: enqueueCount))
+    postgresRounds.append(try await enqueueRate({ try await DurableStore(postgres: url) }, count: enqueueCount))
     let path = folder.appendingPathComponent("store-\(round).sqlite").path
-    sqliteRounds.append(try enqueueRate({ try DurableStore(path: path) }, count: enqueueCount))
+    sqliteRounds.append(try await enqueueRate({ try DurableStore(path: path) }, count: enqueueCount))
 }
 print(
     String(

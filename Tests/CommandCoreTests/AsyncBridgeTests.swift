@@ -125,4 +125,20 @@ private struct Boom: Error {}
         #expect(await sawCancellation.wait())
         #expect(streaming.isCancelled)
     }
+
+    /// The README's async form, `Command { try await ... }`, ends once: no diagnostic of a second terminal
+    /// event (it sent `[alreadyFinished] complete() was called after the terminal event` on every run).
+    @Test func asyncValueCommand_endsOnce_withoutADiagnostic() async throws {
+        let fetch = Command {
+            try await Task.sleep(for: .milliseconds(1))
+            return 42
+        }
+        let probe = DiagnosticsProbe(for: fetch)
+        #expect(try await fetch.value == 42)
+        // The diagnostic, when there is one, is sent by the task right after the value: wait for the task's
+        // end through a second, later command on the same pool before reading.
+        let after = Command { () async throws -> Int in 1 }
+        #expect(try await after.value == 1)
+        #expect(probe.diagnostics.isEmpty, "\(probe.diagnostics)")
+    }
 }

@@ -152,7 +152,7 @@ import Testing
         // The store: every run completed, every step recorded completed, its attempts as the log says.
         let reader = try DurableStore(path: store)
         defer { reader.close() }
-        let records = try reader.runs()
+        let records = try await reader.runs()
         #expect(records.count == runs, "seed \(seed): \(records.count) runs recorded")
         let lines = Self.readLog(log)
         for record in records {
@@ -220,7 +220,7 @@ import Testing
         }
         let reader = try DurableStore(path: store)
         defer { reader.close() }
-        #expect(try reader.runs().first?.steps.allSatisfy { $0.state == .completed } == true)
+        #expect(try await reader.runs().first?.steps.allSatisfy { $0.state == .completed } == true)
     }
 
     /// A cancel recorded by another process stops the run in the worker at its next lease renewal.
@@ -234,9 +234,9 @@ import Testing
         let worker = try Child(store: store, log: log, seed: 5, leaseMilliseconds: 600, stepMilliseconds: 600_000)
         #expect(await Self.logShows(log) { !$0.isEmpty })
         let canceller = try DurableStore(path: store)
-        try canceller.cancel(runID: "kill")
+        try await canceller.cancel(runID: "kill")
         #expect(await worker.exitCode() == 3, "\(worker.printed)")
-        #expect(try canceller.runs().first?.state == .cancelled)
+        #expect(try await canceller.runs().first?.state == .cancelled)
         canceller.close()
     }
 
@@ -261,7 +261,7 @@ import Testing
 
         let reader = try DurableStore(path: store)
         defer { reader.close() }
-        let steps = try #require(try reader.runs().first?.steps)
+        let steps = try #require(try await reader.runs().first?.steps)
         #expect(steps.allSatisfy { $0.state == .completed })
         // The step the stalled process held was taken over: a second attempt, in the other process.
         let lines = Self.readLog(log)

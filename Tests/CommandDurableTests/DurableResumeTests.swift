@@ -21,25 +21,25 @@ import Testing
     ) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let first = try place.open(lease: .milliseconds(300))
+        let first = try await place.open(lease: .milliseconds(300))
         try first.register(DurableRuleTests.Hanging.self)
-        _ = try first.start(DurableRuleTests.Hanging.self, id: "h", input: "\(kind)-resume")
+        _ = try await first.start(DurableRuleTests.Hanging.self, id: "h", input: "\(kind)-resume")
         #expect(await running("\(kind)-resume"))
         first.close()  // the step it holds is never renewed nor completed here again
         Probe.held.withLock { $0["\(kind)-resume"] = nil }
 
-        let second = try place.open(lease: .milliseconds(300))
+        let second = try await place.open(lease: .milliseconds(300))
         try second.register(DurableRuleTests.Hanging.self)
-        let report = try second.resumeUnfinished()
+        let report = try await second.resumeUnfinished()
         #expect(report.resumed == ["h"])
         // The second step is taken over once the first store's lease ran out; the first step is not run again.
         #expect(await running("\(kind)-resume"))
         Probe.held.withLock { $0["\(kind)-resume"] }?.succeed(42)
-        let run = try second.start(DurableRuleTests.Hanging.self, id: "h", input: "\(kind)-resume")
+        let run = try await second.start(DurableRuleTests.Hanging.self, id: "h", input: "\(kind)-resume")
         #expect(try await run.value == 42)
         #expect(Probe.counter.count("\(kind)-resume/first") == 1)
         #expect(Probe.counter.count("\(kind)-resume/second") == 2)
-        let steps = try #require(try second.runs().first?.steps)
+        let steps = try #require(try await second.runs().first?.steps)
         #expect(steps.map(\.attempts) == [1, 2])
         #expect(steps.allSatisfy { $0.state == .completed })
     }
@@ -57,19 +57,19 @@ import Testing
     ) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let first = try place.open(lease: .milliseconds(100))
+        let first = try await place.open(lease: .milliseconds(100))
         try first.register(DurableRuleTests.Hanging.self)
-        _ = try first.start(DurableRuleTests.Hanging.self, id: "w", input: "\(kind)-changed")
+        _ = try await first.start(DurableRuleTests.Hanging.self, id: "w", input: "\(kind)-changed")
         #expect(await running("\(kind)-changed"))
         first.close()
 
-        let second = try place.open(lease: .milliseconds(100))
+        let second = try await place.open(lease: .milliseconds(100))
         try second.register(V2.self)
-        let report = try second.resumeUnfinished()
+        let report = try await second.resumeUnfinished()
         #expect(report.resumed.isEmpty)
         #expect(report.notResumed.first?.run == "w")
         #expect(report.notResumed.first?.reason.contains("'second'") == true)
-        let record = try #require(try second.runs().first)
+        let record = try #require(try await second.runs().first)
         #expect(record.state == .failed)
         #expect(record.steps.map(\.id) == ["first", "second"])  // nothing deleted
         do {
@@ -93,17 +93,17 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let first = try place.open(lease: .milliseconds(100))
+        let first = try await place.open(lease: .milliseconds(100))
         try first.register(DurableRuleTests.Hanging.self)
-        _ = try first.start(DurableRuleTests.Hanging.self, id: "i", input: "\(kind)-decoding")
+        _ = try await first.start(DurableRuleTests.Hanging.self, id: "i", input: "\(kind)-decoding")
         #expect(await running("\(kind)-decoding"))
         first.close()
 
-        let second = try place.open()
+        let second = try await place.open()
         try second.register(OtherInput.self)
-        let report = try second.resumeUnfinished()
+        let report = try await second.resumeUnfinished()
         #expect(report.notResumed.map(\.run) == ["i"])
-        let record = try #require(try second.runs().first)
+        let record = try #require(try await second.runs().first)
         #expect(record.state == .failed)
         #expect(record.error?.isEmpty == false)
     }
@@ -113,17 +113,17 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let first = try place.open(lease: .milliseconds(100))
+        let first = try await place.open(lease: .milliseconds(100))
         try first.register(DurableRuleTests.Hanging.self)
-        _ = try first.start(DurableRuleTests.Hanging.self, id: "n", input: "\(kind)-unregistered")
+        _ = try await first.start(DurableRuleTests.Hanging.self, id: "n", input: "\(kind)-unregistered")
         #expect(await running("\(kind)-unregistered"))
         first.close()
 
-        let second = try place.open()
-        let report = try second.resumeUnfinished()
+        let second = try await place.open()
+        let report = try await second.resumeUnfinished()
         #expect(report.resumed.isEmpty)
         #expect(report.notResumed.first?.reason.contains("not registered") == true)
-        #expect(try second.runs().first?.state == .running)
+        #expect(try await second.runs().first?.state == .running)
     }
 
     struct Unencodable: Codable, Sendable {
@@ -148,14 +148,14 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(BadValue.self)
         do {
             _ = try await store.start(BadValue.self, id: "b", input: 0).value
             Issue.record("an unencodable value was recorded")
         } catch is EncodingError {
         }
-        let step = try #require(try store.runs().first?.steps.first)
+        let step = try #require(try await store.runs().first?.steps.first)
         #expect(step.state == .failed && step.attempts == 1)  // not retried: it would never encode
         #expect(step.lastError?.contains("never encodes") == true)
     }
@@ -174,7 +174,7 @@ import Testing
         #expect(bytes(path) == Data("shopping list: milk, eggs\n".utf8))
     }
 
-    @Test func anotherDatabase_isNotAStore_andATruncatedStore_either() throws {
+    @Test func anotherDatabase_isNotAStore_andATruncatedStore_either() async throws {
         let folder = TemporaryFolder()
         defer { folder.remove() }
         // A store of ours, truncated to half.
@@ -182,7 +182,7 @@ import Testing
         do {
             let made = try DurableStore(path: store, durability: .normal)
             try made.register(Sum.self)
-            _ = try made.start(Sum.self, id: "t", input: .init(tag: "cut"))
+            _ = try await made.start(Sum.self, id: "t", input: .init(tag: "cut"))
             made.close()
         }
         try? FileManager.default.removeItem(atPath: store + "-wal")
@@ -226,7 +226,7 @@ import Testing
         defer { folder.remove() }
         let store = try DurableStore(path: folder.file(), durability: .normal)
         try store.register(Big.self)
-        let run = try store.start(Big.self, id: "full", input: 0)
+        let run = try await store.start(Big.self, id: "full", input: 0)
         let seen = Checkpoint()
         Task {
             while Big.held.withLock({ $0 }) == nil { try? await Task.sleep(nanoseconds: 1_000_000) }
@@ -235,7 +235,7 @@ import Testing
         #expect(await seen.wait())
         // No page may be added from now on (SQLite keeps the limit at the current size): the next write
         // that needs a page fails as a full disk would.
-        try DurableMeasurements.execute("PRAGMA max_page_count = 1", on: store)
+        try await DurableMeasurements.execute("PRAGMA max_page_count = 1", on: store)
         // A value big enough to need new pages.
         Big.held.withLock { $0 }?.succeed(String(repeating: "x", count: 200_000))
         do {
@@ -248,8 +248,8 @@ import Testing
             }
             #expect(!message.isEmpty)
         }
-        try DurableMeasurements.execute("PRAGMA max_page_count = 1000000", on: store)
-        let step = try #require(try store.runs().first?.steps.last)
+        try await DurableMeasurements.execute("PRAGMA max_page_count = 1000000", on: store)
+        let step = try #require(try await store.runs().first?.steps.last)
         #expect(step.state != .completed)  // nothing half-written: the completion was not recorded
     }
 
@@ -260,12 +260,12 @@ import Testing
         defer { place.remove() }
         Probe.failuresLeft.withLock { $0["\(kind)-backoff"] = 1 }
         do {
-            let first = try place.open()
+            let first = try await place.open()
             try first.register(LongBackoff.self)
-            _ = try first.start(LongBackoff.self, id: "b", input: "\(kind)-backoff")
+            _ = try await first.start(LongBackoff.self, id: "b", input: "\(kind)-backoff")
             let failed = Checkpoint()
             Task {
-                while (try? first.runs().first?.steps.first?.nextAttempt) == nil {
+                while (try? await first.runs().first?.steps.first?.nextAttempt) == nil {
                     try? await Task.sleep(nanoseconds: 2_000_000)
                 }
                 failed.fulfill()
@@ -273,18 +273,18 @@ import Testing
             #expect(await failed.wait())
             first.close()  // killed during the backoff
         }
-        let second = try place.open()
+        let second = try await place.open()
         defer { second.close() }
         try second.register(LongBackoff.self)
-        #expect(try second.resumeUnfinished().resumed == ["b"])
-        let step = try #require(try second.runs().first?.steps.first)
+        #expect(try await second.resumeUnfinished().resumed == ["b"])
+        let step = try #require(try await second.runs().first?.steps.first)
         let next = try #require(step.nextAttempt)
         // The recorded time of the next attempt: an hour after the failure, not an hour after the resume.
         let failedAt = try #require(step.ended)
         #expect(abs(next.timeIntervalSince(failedAt) - 3_600) < 5)
         #expect(step.attempts == 1 && step.state == .pending)
         #expect(Probe.counter.count("\(kind)-backoff/flaky") == 1)  // waiting, not run again
-        try second.cancel(runID: "b")
+        try await second.cancel(runID: "b")
     }
 
     struct Big: DurableWorkflow {

@@ -10,11 +10,11 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Sum.self)
-        let run = try store.start(Sum.self, id: "r1", input: .init(tag: "\(kind)-start"))
+        let run = try await store.start(Sum.self, id: "r1", input: .init(tag: "\(kind)-start"))
         #expect(try await run.value == 5)
-        let records = try store.runs()
+        let records = try await store.runs()
         #expect(records.count == 1)
         let record = try #require(records.first)
         #expect(record.id == "r1" && record.workflow == "sum" && record.state == .completed)
@@ -28,17 +28,17 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Sum.self)
-        let first = try store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"))
+        let first = try await store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"))
         #expect(try await first.value == 5)
-        let again = try store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"))
+        let again = try await store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"))
         #expect(try await again.value == 5)
         #expect(Probe.counter.count("\(kind)-keep/sum") == 1)  // the recorded value, nothing run again
-        #expect(throws: DurableError.runExists("same")) {
-            try store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"), ifExists: .fail)
+        await #expect(throws: DurableError.runExists("same")) {
+            try await store.start(Sum.self, id: "same", input: .init(tag: "\(kind)-keep"), ifExists: .fail)
         }
-        #expect(try store.runs().count == 1)
+        #expect(try await store.runs().count == 1)
     }
 
     struct Throwing: DurableWorkflow {
@@ -61,12 +61,12 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Throwing.self)
         try store.register(TwoIDs.self)
-        #expect(throws: TestFailure.self) { try store.start(Throwing.self, id: "t", input: 1) }
+        await #expect(throws: TestFailure.self) { try await store.start(Throwing.self, id: "t", input: 1) }
         do {
-            _ = try store.start(TwoIDs.self, id: "d", input: 1)
+            _ = try await store.start(TwoIDs.self, id: "d", input: 1)
             Issue.record("two steps with one id were accepted")
         } catch let error as DurableError {
             guard case .invalidFlow(let workflow, let message) = error else {
@@ -75,7 +75,7 @@ import Testing
             }
             #expect(workflow == "two-ids" && message.contains("'x'"))
         }
-        #expect(try store.runs().isEmpty)
+        #expect(try await store.runs().isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases) func registration_unknownAndDuplicateWorkflows_throw(kind: StoreKind)
@@ -83,9 +83,9 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
-        #expect(throws: DurableError.unknownWorkflow("sum")) {
-            try store.start(Sum.self, id: "u", input: .init(tag: "u"))
+        let store = try await place.open()
+        await #expect(throws: DurableError.unknownWorkflow("sum")) {
+            try await store.start(Sum.self, id: "u", input: .init(tag: "u"))
         }
         try store.register(Sum.self)
         #expect(throws: DurableError.duplicateWorkflow("sum")) { try store.register(Sum.self) }
@@ -105,12 +105,12 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Flaky.self)
         Probe.failuresLeft.withLock { $0["\(kind)-retry"] = 2 }
-        let run = try store.start(Flaky.self, id: "f", input: "\(kind)-retry")
+        let run = try await store.start(Flaky.self, id: "f", input: "\(kind)-retry")
         #expect(try await run.value == 3)  // attempts 1 and 2 failed, 3 succeeded
-        let step = try #require(try store.runs().first?.steps.first)
+        let step = try #require(try await store.runs().first?.steps.first)
         #expect(step.attempts == 3 && step.state == .completed)
         #expect(step.lastError?.contains("flaky attempt 2") == true)
         #expect(step.lastError?.contains("TestFailure") == true)
@@ -121,19 +121,19 @@ import Testing
     ) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Flaky.self)
         Probe.failuresLeft.withLock { $0["\(kind)-fails"] = 10 }
-        let run = try store.start(Flaky.self, id: "x", input: "\(kind)-fails")
+        let run = try await store.start(Flaky.self, id: "x", input: "\(kind)-fails")
         do {
             _ = try await run.value
             Issue.record("the run did not fail")
         } catch let error as TestFailure {
             #expect(error.message == "flaky attempt 3")
         }
-        let record = try #require(try store.runs().first)
+        let record = try #require(try await store.runs().first)
         #expect(record.state == .failed && record.steps.first?.state == .failed)
-        let again = try store.start(Flaky.self, id: "x", input: "\(kind)-fails")
+        let again = try await store.start(Flaky.self, id: "x", input: "\(kind)-fails")
         do {
             _ = try await again.value
             Issue.record("the recorded failure was not thrown")
@@ -166,9 +166,9 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Hanging.self)
-        let run = try store.start(Hanging.self, id: "c", input: "\(kind)-cancel")
+        let run = try await store.start(Hanging.self, id: "c", input: "\(kind)-cancel")
         let running = Checkpoint()
         Task {
             while Probe.held.withLock({ $0["\(kind)-cancel"] }) == nil { await Task.yield() }
@@ -178,10 +178,10 @@ import Testing
         run.cancel()
         #expect("\(await terminalState(of: run))".hasPrefix("cancelled"))
         store.close()
-        let reopened = try place.open()
+        let reopened = try await place.open()
         try reopened.register(Hanging.self)
-        #expect(try reopened.runs().first?.state == .cancelled)
-        let report = try reopened.resumeUnfinished()
+        #expect(try await reopened.runs().first?.state == .cancelled)
+        let report = try await reopened.resumeUnfinished()
         #expect(report.resumed.isEmpty)
         #expect(Probe.counter.count("\(kind)-cancel/second") == 1)
     }
@@ -198,10 +198,13 @@ import Testing
         static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
             let first = flow.step("first") { _ in Command.just(input) }
             return flow.step("second", after: first) { _, value in
-                // Made once `first` ended: its completion must be committed by now.
-                let state = try? DurableOrderingTests.store.withLock { $0 }?.runs().first?.steps.first?.state
-                DurableOrderingTests.seen.withLock { $0.append(state ?? .pending) }
-                return Command.just(value * 2)
+                // Run once `first` ended: its completion must be committed by now.
+                Command {
+                    let store = DurableOrderingTests.store.withLock { $0 }
+                    let state = try? await store?.runs().first?.steps.first?.state
+                    DurableOrderingTests.seen.withLock { $0.append(state ?? .pending) }
+                    return value * 2
+                }
             }
         }
     }
@@ -211,16 +214,16 @@ import Testing
     ) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Observed.self)
         Self.seen.withLock { $0 = [] }
         Self.store.withLock { $0 = store }
         defer { Self.store.withLock { $0 = nil } }
-        let run = try store.start(Observed.self, id: "o", input: 21)
+        let run = try await store.start(Observed.self, id: "o", input: 21)
         #expect(try await run.value == 42)
         #expect(Self.seen.withLock { $0 } == [.completed])
         // Before `value` returned, the run's end was committed too.
-        #expect(try store.runs().first?.state == .completed)
+        #expect(try await store.runs().first?.state == .completed)
     }
 }
 
@@ -234,14 +237,14 @@ import Testing
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
         do {
-            let first = try place.open()
+            let first = try await place.open()
             try first.register(Sum.self)
             #expect(try await first.start(Sum.self, id: "done", input: .init(tag: "\(kind)-restart")).value == 5)
             first.close()
         }
-        let second = try place.open()
+        let second = try await place.open()
         try second.register(Sum.self)
-        #expect(try second.resumeUnfinished().resumed.isEmpty)
+        #expect(try await second.resumeUnfinished().resumed.isEmpty)
         #expect(try await second.start(Sum.self, id: "done", input: .init(tag: "\(kind)-restart")).value == 5)
         #expect(Probe.counter.count("\(kind)-restart/sum") == 1)
     }
@@ -251,17 +254,17 @@ import Testing
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
         do {
-            let first = try place.open()
+            let first = try await place.open()
             try first.register(DurableRuleTests.Hanging.self)
-            _ = try first.start(DurableRuleTests.Hanging.self, id: "gone", input: "\(kind)-swiftqueue-cancel")
-            try first.cancel(runID: "gone")
+            _ = try await first.start(DurableRuleTests.Hanging.self, id: "gone", input: "\(kind)-swiftqueue-cancel")
+            try await first.cancel(runID: "gone")
             first.close()
         }
-        let second = try place.open()
+        let second = try await place.open()
         try second.register(DurableRuleTests.Hanging.self)
-        #expect(try second.resumeUnfinished().resumed.isEmpty)
-        #expect(try second.runs(.unfinished).isEmpty)
-        #expect(try second.runs(.state(.cancelled)).map(\.id) == ["gone"])
+        #expect(try await second.resumeUnfinished().resumed.isEmpty)
+        #expect(try await second.runs(.unfinished).isEmpty)
+        #expect(try await second.runs(.state(.cancelled)).map(\.id) == ["gone"])
     }
 
     @Test(arguments: StoreKind.allCases) func pendingWork_runsAtTheNextLaunch(kind: StoreKind) async throws {
@@ -269,22 +272,22 @@ import Testing
         defer { place.remove() }
         do {
             // Recorded, then the process "ends" before anything ran: the store closes at once.
-            let first = try place.open(lease: .milliseconds(100))
+            let first = try await place.open(lease: .milliseconds(100))
             try first.register(Sum.self)
             first.close()
         }
         // A short lease: on a server's store, owners are judged by their leases only.
-        let second = try place.open(lease: .milliseconds(100))
+        let second = try await place.open(lease: .milliseconds(100))
         try second.register(Sum.self)
-        _ = try second.start(Sum.self, id: "later", input: .init(tag: "\(kind)-launch"))
+        _ = try await second.start(Sum.self, id: "later", input: .init(tag: "\(kind)-launch"))
         second.close()
-        let third = try place.open(lease: .milliseconds(100))
+        let third = try await place.open(lease: .milliseconds(100))
         try third.register(Sum.self)
-        let report = try third.resumeUnfinished()
-        let run = try third.start(Sum.self, id: "later", input: .init(tag: "\(kind)-launch"))
+        let report = try await third.resumeUnfinished()
+        let run = try await third.start(Sum.self, id: "later", input: .init(tag: "\(kind)-launch"))
         #expect(try await run.value == 5)
-        #expect(report.resumed.count + (try third.runs(.state(.completed)).count) >= 1)
-        #expect(try third.runs().first?.state == .completed)
+        #expect(report.resumed.count + (try await third.runs(.state(.completed)).count) >= 1)
+        #expect(try await third.runs().first?.state == .completed)
     }
 }
 
@@ -295,9 +298,9 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Sum.self)
-        let run = try store.start(Sum.self, id: "p", input: .init(tag: "\(kind)-progress"))
+        let run = try await store.start(Sum.self, id: "p", input: .init(tag: "\(kind)-progress"))
         #expect(try await run.value == 5)
         #expect(run.fractionCompleted == 1)
         let dot = GraphReport.dot(run.steps)
@@ -310,17 +313,17 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         try store.register(Sum.self)
         try store.register(DurableRuleTests.Hanging.self)
         _ = try await store.start(Sum.self, id: "old", input: .init(tag: "\(kind)-prune")).value
-        _ = try store.start(DurableRuleTests.Hanging.self, id: "running", input: "\(kind)-prune")
-        #expect(try store.prune(endedBefore: Date().addingTimeInterval(-3_600)) == 0)
-        #expect(try store.prune(endedBefore: Date().addingTimeInterval(1)) == 1)
-        #expect(try store.runs().map(\.id) == ["running"])
-        #expect(try store.runs(.workflow("sum")).isEmpty)
-        #expect(try store.runs(.unfinished).map(\.id) == ["running"])
-        try store.cancel(runID: "running")
+        _ = try await store.start(DurableRuleTests.Hanging.self, id: "running", input: "\(kind)-prune")
+        #expect(try await store.prune(endedBefore: Date().addingTimeInterval(-3_600)) == 0)
+        #expect(try await store.prune(endedBefore: Date().addingTimeInterval(1)) == 1)
+        #expect(try await store.runs().map(\.id) == ["running"])
+        #expect(try await store.runs(.workflow("sum")).isEmpty)
+        #expect(try await store.runs(.unfinished).map(\.id) == ["running"])
+        try await store.cancel(runID: "running")
     }
 }
 
@@ -338,7 +341,7 @@ import Testing
     @Test(arguments: StoreKind.allCases) func stepsThatEndTogether_shareCommits(kind: StoreKind) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let store = try place.open()
+        let store = try await place.open()
         defer { store.close() }
         try store.register(Wide.self)
         let before = DurableMeasurements.commits(of: store)

@@ -11,7 +11,7 @@ import Testing
         defer { folder.remove() }
         let web = try DurableStore(path: folder.file())
         try web.register(Sum.self)
-        let run = try web.enqueue(Sum.self, id: "e1", input: .init(tag: "enqueued"))
+        let run = try await web.enqueue(Sum.self, id: "e1", input: .init(tag: "enqueued"))
         #expect(Probe.counter.count("enqueued/sum") == 0)  // nothing runs where it was enqueued
         let host = try DurableStore(path: folder.file())
         try host.register(Sum.self)
@@ -19,7 +19,7 @@ import Testing
         #expect(try await run.value == 5)
         await worker.stop()
         #expect(worker.running == 0)
-        let record = try #require(try web.runs().first)
+        let record = try #require(try await web.runs().first)
         #expect(record.state == .completed && record.steps.allSatisfy { $0.state == .completed && $0.attempts == 1 })
         #expect(Probe.counter.count("enqueued/sum") == 1)
         web.close()
@@ -31,7 +31,7 @@ import Testing
         defer { folder.remove() }
         let web = try DurableStore(path: folder.file())
         try web.register(Sum.self)
-        let run = try web.enqueue(Sum.self, id: "e2", input: .init(tag: "unregistered-worker"))
+        let run = try await web.enqueue(Sum.self, id: "e2", input: .init(tag: "unregistered-worker"))
         let stranger = try DurableStore(path: folder.file())
         try stranger.register(DurableRuleTests.Flaky.self)
         let idle = try stranger.work()
@@ -51,7 +51,7 @@ import Testing
         Probe.failuresLeft.withLock { $0["worker-fails"] = 10 }
         let web = try DurableStore(path: folder.file())
         try web.register(DurableRuleTests.Flaky.self)
-        let run = try web.enqueue(DurableRuleTests.Flaky.self, id: "f", input: "worker-fails")
+        let run = try await web.enqueue(DurableRuleTests.Flaky.self, id: "f", input: "worker-fails")
         let host = try DurableStore(path: folder.file())
         try host.register(DurableRuleTests.Flaky.self)
         let worker = try host.work()
@@ -99,7 +99,7 @@ import Testing
         try web.register(KillTestShape.self)
         let count = 10
         var runs: [DurableRun<Int>] = []
-        for index in 0..<count { runs.append(try web.enqueue(KillTestShape.self, id: "kill-\(index)", input: 1)) }
+        for index in 0..<count { runs.append(try await web.enqueue(KillTestShape.self, id: "kill-\(index)", input: 1)) }
         let mode = ["DURABLE_WORKER_MODE": "work"]
         // Steps of 50 ms: the work lasts seconds, so both workers are at it before one is killed.
         let first = try DurableKillTests.Child(
@@ -117,7 +117,7 @@ import Testing
         _ = FileManager.default.createFile(atPath: log + ".stop", contents: nil)
         #expect(await second.exitCode() == 0, "\(second.printed)")
         _ = await first.exitCode()
-        let records = try web.runs()
+        let records = try await web.runs()
         #expect(records.count == count && records.allSatisfy { $0.state == .completed })
         #expect(records.allSatisfy { $0.steps.allSatisfy { $0.state == .completed } })
         let pids = Set(DurableKillTests.readLog(log).filter(\.start).map(\.pid))

@@ -58,7 +58,7 @@ import Testing
     @Test func anUnreachableServer_orWrongCredentials_throwStorage_namingTheHost_notThePassword() async throws {
         guard let server = try await SharedPostgres.available() else { return }
         do {
-            _ = try DurableStore(postgres: "postgresql://app:hunter2@127.0.0.1:1/app")
+            _ = try await DurableStore(postgres: "postgresql://app:hunter2@127.0.0.1:1/app")
             Issue.record("a store opened on a port nothing listens on")
         } catch DurableError.storage(let message) {
             #expect(message.contains("127.0.0.1:1") && message.contains("could not connect"), "\(message)")
@@ -66,7 +66,7 @@ import Testing
         }
         let url = try await server.makeDatabase()
         do {
-            _ = try DurableStore(postgres: server.url(database: Self.databaseName(url), password: "wrong-secret"))
+            _ = try await DurableStore(postgres: server.url(database: Self.databaseName(url), password: "wrong-secret"))
             Issue.record("a store opened with a wrong password")
         } catch DurableError.storage(let message) {
             #expect(message.contains("127.0.0.1:\(server.port)") && message.contains("password"), "\(message)")
@@ -77,16 +77,20 @@ import Testing
     @Test func aNewerSchema_isRefused_andAnotherSchemaOfThatName_isNotAStore_bothLeftUntouched() async throws {
         guard let server = try await SharedPostgres.available() else { return }
         let url = try await server.makeDatabase()
-        try DurableStore(postgres: url).close()
+        try await DurableStore(postgres: url).close()
         try await server.psql("UPDATE awesomecommand.meta SET version = 99", database: Self.databaseName(url))
-        #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) { try DurableStore(postgres: url) }
-        #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) { try DurableStore(postgres: url) }
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) {
+            try await DurableStore(postgres: url)
+        }
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) {
+            try await DurableStore(postgres: url)
+        }
 
         let other = try await server.makeDatabase()
         try await server.psql(
             "CREATE SCHEMA awesomecommand; CREATE TABLE awesomecommand.mine(x int)", database: Self.databaseName(other))
         do {
-            _ = try DurableStore(postgres: other)
+            _ = try await DurableStore(postgres: other)
             Issue.record("another schema named awesomecommand was taken for a store")
         } catch DurableError.notAStore(let place) {
             #expect(place.contains("awesomecommand") && place.contains("127.0.0.1"))
@@ -95,22 +99,22 @@ import Testing
 
     @Test func aWorkflowNotRegisteredHere_isLeftForAWorkerThatDid() async throws {
         guard let place = try await StorePlace.make(.postgres) else { return }
-        let web = try place.open()
+        let web = try await place.open()
         defer { web.close() }
         try web.register(Sum.self)
-        let run = try web.enqueue(Sum.self, id: "left", input: .init(tag: "postgres-left"))
-        let stranger = try place.open()
+        let run = try await web.enqueue(Sum.self, id: "left", input: .init(tag: "postgres-left"))
+        let stranger = try await place.open()
         defer { stranger.close() }
         try stranger.register(FanFourShape.self)
         let idle = try stranger.work()
-        let host = try place.open()
+        let host = try await place.open()
         defer { host.close() }
         try host.register(Sum.self)
         let worker = try host.work()
         #expect(try await run.value == 5)
         await idle.stop()
         await worker.stop()
-        let owners = Set(try web.runs().first?.steps.compactMap(\.owner) ?? [])
+        let owners = Set(try await web.runs().first?.steps.compactMap(\.owner) ?? [])
         #expect(owners == [host.owner])
     }
 
@@ -126,12 +130,12 @@ import Testing
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let log = folder.file("steps.log")
-        let web = try DurableStore(postgres: url, lease: .seconds(1))
+        let web = try await DurableStore(postgres: url, lease: .seconds(1))
         defer { web.close() }
         try web.register(FanFourShape.self)
         try web.register(HangShape.self)
         var runs: [DurableRun<Int>] = []
-        for index in 0..<200 { runs.append(try web.enqueue(FanFourShape.self, id: "fan-\(index)", input: index)) }
+        for index in 0..<200 { runs.append(try await web.enqueue(FanFourShape.self, id: "fan-\(index)", input: index)) }
         let lease = 1_000
         let steady = [
             try Self.worker(url, log: log, seed: 1, lease: lease, stepMilliseconds: 20),
@@ -159,9 +163,9 @@ import Testing
         for (index, run) in runs.enumerated() { #expect(try await run.value == 4 * index + 6) }
 
         // A cancel from here reaches the worker running the step.
-        let hanging = try web.enqueue(HangShape.self, id: "hang-1", input: 0)
+        let hanging = try await web.enqueue(HangShape.self, id: "hang-1", input: 0)
         #expect(await DurableKillTests.logShows(log) { _ in Self.lines(log).contains { $0.step == "hang-1/hang" } })
-        try web.cancel(runID: "hang-1")
+        try await web.cancel(runID: "hang-1")
         #expect(
             await DurableKillTests.logShows(log) { _ in
                 Self.lines(log).contains { $0.what == "cancelled" && $0.step == "hang-1/hang" }
@@ -171,7 +175,7 @@ import Testing
         _ = FileManager.default.createFile(atPath: log + ".stop", contents: nil)
         for worker in steady { #expect(await worker.exitCode() == 0, "\(worker.printed)") }
 
-        let records = try web.runs(.workflow("fan-four"))
+        let records = try await web.runs(.workflow("fan-four"))
         #expect(records.count == 200 && records.allSatisfy { $0.state == .completed })
         #expect(records.allSatisfy { $0.steps.count == 6 && $0.steps.allSatisfy { $0.state == .completed } })
         // Who recorded each step: at least two workers, never a killed one for a step it began and lost.
@@ -202,13 +206,13 @@ import Testing
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let log = folder.file("steps.log")
-        let web = try DurableStore(postgres: url, lease: .milliseconds(500))
+        let web = try await DurableStore(postgres: url, lease: .milliseconds(500))
         defer { web.close() }
         try web.register(FanFourShape.self)
         // It stops itself (`SIGSTOP`) as it starts the step, holding its claim.
         let stalled = try Self.worker(url, log: log, seed: 1, lease: 500, stepMilliseconds: 400, stopAt: "first")
         let stalledPid = stalled.process.processIdentifier
-        let run = try web.enqueue(FanFourShape.self, id: "stall", input: 1)
+        let run = try await web.enqueue(FanFourShape.self, id: "stall", input: 1)
         #expect(
             await DurableKillTests.logShows(log) { _ in
                 Self.lines(log).contains { $0.pid == stalledPid && $0.step == "stall/first" && $0.what == "start" }
@@ -222,7 +226,7 @@ import Testing
         #expect(await other.exitCode() == 0, "\(other.printed)")
         let late = Self.lines(log).filter { $0.pid == stalledPid && $0.step == "stall/first" }
         #expect(late.map(\.what) == ["start", "end"], "the stalled step did not end late: \(late)")
-        let step = try #require(try web.runs().first?.steps.first { $0.id == "first" })
+        let step = try #require(try await web.runs().first?.steps.first { $0.id == "first" })
         #expect(step.state == .completed && step.attempts == 2)
         #expect(Self.pid(ofOwner: step.owner) == other.process.processIdentifier)
     }
@@ -238,18 +242,18 @@ import Testing
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let log = folder.file("steps.log")
-        let web = try DurableStore(postgres: url, lease: .seconds(2))
+        let web = try await DurableStore(postgres: url, lease: .seconds(2))
         defer { web.close() }
         try web.register(FanFourShape.self)
         var runs: [DurableRun<Int>] = []
-        for index in 0..<30 { runs.append(try web.enqueue(FanFourShape.self, id: "r-\(index)", input: index)) }
+        for index in 0..<30 { runs.append(try await web.enqueue(FanFourShape.self, id: "r-\(index)", input: index)) }
         let worker = try Self.worker(url, log: log, seed: 1, lease: 2_000, stepMilliseconds: 30)
         #expect(await DurableKillTests.logShows(log) { _ in Self.lines(log).filter { $0.what == "end" }.count >= 10 })
         try await server.restart()
         for (index, run) in runs.enumerated() { #expect(try await run.value == 4 * index + 6) }
         _ = FileManager.default.createFile(atPath: log + ".stop", contents: nil)
         #expect(await worker.exitCode() == 0, "\(worker.printed)")
-        let records = try web.runs()
+        let records = try await web.runs()
         #expect(records.count == 30 && records.allSatisfy { $0.state == .completed })
         #expect(records.allSatisfy { $0.steps.allSatisfy { $0.state == .completed } })
     }
@@ -278,22 +282,22 @@ import Testing
     {
         guard let place = try await StorePlace.make(kind) else { return }
         defer { place.remove() }
-        let web = try place.open()
+        let web = try await place.open()
         defer { web.close() }
         try web.register(Waits.self)
-        let host = try place.open()
+        let host = try await place.open()
         defer { host.close() }
         try host.register(Waits.self)
         let worker = try host.work()
         let tag = "\(kind)-waits"
-        let run = try web.enqueue(Waits.self, id: "w", input: tag)
+        let run = try await web.enqueue(Waits.self, id: "w", input: tag)
         let started = Checkpoint()
         Task {
             while Probe.counter.count("\(tag)/wait") == 0 { try? await Task.sleep(nanoseconds: 1_000_000) }
             started.fulfill()
         }
         #expect(await started.wait())
-        try web.cancel(runID: "w")
+        try await web.cancel(runID: "w")
         let stopped = Checkpoint()
         Task {
             while !Self.cancelled.withLock({ $0.contains(tag) }) { try? await Task.sleep(nanoseconds: 1_000_000) }

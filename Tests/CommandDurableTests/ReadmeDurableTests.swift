@@ -1,9 +1,11 @@
 // The README's "Durable workflows" example, exactly (scripts/check-readme.sh compares the two).
+// Test-only imports stay outside the README's block: it builds pasted alone into an app's main.swift.
+import CommandTestSupport
+import Testing
+
 // README begin
 import CommandDurable
-import CommandTestSupport
 import Foundation
-import Testing
 
 struct Receipt: Codable, Sendable { var path: String; var key: String }
 
@@ -25,9 +27,9 @@ struct UploadPhoto: DurableWorkflow {
 func uploadPhoto(storeFolder: URL) async throws -> Receipt {
     let store = try DurableStore(path: storeFolder.appendingPathComponent("work.sqlite"))  // created if missing
     try store.register(UploadPhoto.self)
-    let report = try store.resumeUnfinished()  // at launch: runs not ended go on where they stopped
+    let report = try await store.resumeUnfinished()  // at launch: runs not ended go on where they stopped
     print("resumed \(report.resumed), not resumed \(report.notResumed.map(\.run))")
-    let run = try store.start(UploadPhoto.self, id: "photo-42", input: .init(photo: "beach.jpg", album: "Trips"))
+    let run = try await store.start(UploadPhoto.self, id: "photo-42", input: .init(photo: "beach.jpg", album: "Trips"))
     return try await run.value  // a DurableRun<Receipt> is a Command<Receipt>: execute, observe, depend on it
 }
 // README end

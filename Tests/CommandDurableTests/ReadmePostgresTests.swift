@@ -11,15 +11,16 @@ import CommandDurablePostgres
 
 // In the web process: record a run for the workers (returns once it is committed; runs nothing here).
 func enqueueUpload(database: String) async throws -> Receipt {
-    let store = try DurableStore(postgres: database)  // "postgresql://app@db.internal:5432/app"; schema made if missing
+    // database: "postgresql://app@db.internal:5432/app" (the password from PGPASSWORD or ~/.pgpass)
+    let store = try await DurableStore(postgres: database)  // the schema is made if missing
     try store.register(UploadPhoto.self)
-    let run = try store.enqueue(UploadPhoto.self, id: "photo-7", input: .init(photo: "cat.jpg", album: "Pets"))
+    let run = try await store.enqueue(UploadPhoto.self, id: "photo-7", input: .init(photo: "cat.jpg", album: "Pets"))
     return try await run.value  // arrives when the workers have ended the run (LISTEN), wherever they are
 }
 
 // On every worker host: claim ready steps of registered workflows, from any run, until stopped.
-func startWorker(database: String) throws -> DurableWorker {
-    let store = try DurableStore(postgres: database)
+func startWorker(database: String) async throws -> DurableWorker {
+    let store = try await DurableStore(postgres: database)
     try store.register(UploadPhoto.self)
     return try store.work(concurrency: 8)  // `await worker.stop()` drains: running steps end and are recorded
 }
@@ -29,7 +30,7 @@ func startWorker(database: String) throws -> DurableWorker {
     @Test func theReadmeExample_runs_asWritten() async throws {
         guard let server = try await SharedPostgres.available() else { return }
         let database = try await server.makeDatabase()
-        let worker = try startWorker(database: database)
+        let worker = try await startWorker(database: database)
         let receipt = try await enqueueUpload(database: database)
         #expect(receipt == Receipt(path: "Pets/cat.jpg@2048", key: "upload-photo/photo-7/upload"))
         await worker.stop()

@@ -117,10 +117,10 @@ struct StorePlace: Sendable {
         }
     }
 
-    func open(durability: DurableDurability = .full, lease: Duration = .seconds(30)) throws -> DurableStore {
+    func open(durability: DurableDurability = .full, lease: Duration = .seconds(30)) async throws -> DurableStore {
         switch kind {
         case .sqlite: return try DurableStore(path: location, durability: durability, lease: lease)
-        case .postgres: return try DurableStore(postgres: location, durability: durability, lease: lease)
+        case .postgres: return try await DurableStore(postgres: location, durability: durability, lease: lease)
         }
     }
 

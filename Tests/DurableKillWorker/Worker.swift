@@ -21,10 +21,10 @@ enum Worker {
     static let held = Locked<[CommandResult<Int>]>([])
 
     /// The store at argv[1]: a PostgreSQL URL, or a file's path.
-    static func openStore() throws -> DurableStore {
+    static func openStore() async throws -> DurableStore {
         let place = arguments[1]
         if place.hasPrefix("postgres") {
-            return try DurableStore(postgres: place, durability: .normal, lease: .milliseconds(leaseMilliseconds))
+            return try await DurableStore(postgres: place, durability: .normal, lease: .milliseconds(leaseMilliseconds))
         }
         return try DurableStore(path: place, durability: .normal, lease: .milliseconds(leaseMilliseconds))
     }

@@ -18,7 +18,7 @@ guard Worker.arguments.count >= 3 else {
 // file "<log>.stop" exists; then drains (`stop()`) and exits 0.
 if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {
     do {
-        let store = try Worker.openStore()
+        let store = try await Worker.openStore()
         try store.register(KillTest.self)
         try store.register(FanFour.self)
         try store.register(Hang.self)
@@ -37,10 +37,10 @@ if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {
 }
 
 do {
-    let store = try Worker.openStore()
+    let store = try await Worker.openStore()
     try store.register(KillTest.self)
     for index in 0..<Worker.runs {
-        let run = try store.start(KillTest.self, id: Worker.runs == 1 ? "kill" : "kill-\(index)", input: 1)
+        let run = try await store.start(KillTest.self, id: Worker.runs == 1 ? "kill" : "kill-\(index)", input: 1)
         let value = try await run.value
         print("value \(value)")
     }

@@ -71,24 +71,34 @@ extension Command {
     /// closure (or work it started) sends, so work started for later and a forgotten `return nil` never
     /// complete the command early.
     public convenience init(async body: @escaping @Sendable (CommandResult<Output>) async throws -> Void) {
-        self.init { (result: CommandResult<Output>) -> (any Cancelable)? in
+        self.init(
+            Self.inTask { result in
+                try await body(result)
+                result.complete()
+            })
+    }
+
+    /// A command with one value, the result of an `async` function: `Command { try await fetch() }`.
+    /// Cancelling the command cancels the task.
+    public convenience init(_ operation: @escaping @Sendable () async throws -> Output) {
+        // `succeed` sends and completes: nothing is sent after it (no `complete()` after the end).
+        self.init(Self.inTask { result in result.succeed(try await operation()) })
+    }
+
+    /// A run closure that runs `body` in a `Task` (cancelled by the command's cancel); a throw fails
+    /// the command unless it was cancelled.
+    private static func inTask(
+        _ body: @escaping @Sendable (CommandResult<Output>) async throws -> Void
+    ) -> @Sendable (CommandResult<Output>) -> (any Cancelable)? {
+        { result in
             let task = Task {
                 do {
                     try await body(result)
-                    result.complete()
                 } catch {
                     if !result.isCancelled { result.fail(error) }
                 }
             }
             return BlockCancelable { task.cancel() }
         }
-    }
-
-    /// A command with one value, the result of an `async` function: `Command { try await fetch() }`.
-    /// Cancelling the command cancels the task.
-    public convenience init(_ operation: @escaping @Sendable () async throws -> Output) {
-        self.init(async: { (result: CommandResult<Output>) async throws in
-            result.succeed(try await operation())
-        })
     }
 }

@@ -22,6 +22,8 @@ public enum DurableError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAStore(path: String)
     /// The store could not be read or written (a read-only file, a full disk, a lock held too long).
     case storage(message: String)
+    /// `cancel(runID:)` or `run(_:id:)` named a run id the store does not have.
+    case unknownRun(String)
     /// `build` made an invalid flow (two steps with one id, a step of another flow, a bad retry).
     case invalidFlow(workflow: String, message: String)
 
@@ -53,6 +55,9 @@ public enum DurableError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "one): give the path of a store, or of a file that does not exist yet. The file was not changed."
         case .storage(let message):
             return "The durable store failed: \(message)"
+        case .unknownRun(let run):
+            return "The store has no run '\(run)': check the id (store.runs() lists the runs recorded; a pruned run "
+                + "is gone)."
         case .invalidFlow(let workflow, let message):
             return "Workflow '\(workflow)': \(message). Nothing was recorded."
         }

@@ -105,8 +105,20 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
             }
         }
         let runID = id
+        // The rule for a run's end (the same in every process): every step ended; failed if one failed
+        // for good, completed otherwise with the final step's value. The store records it with the last
+        // step's end; `finishRun` here is a no-op then, and records the failures no step recorded.
         graph.whenFinished { [store] _ in
-            if let value = execution.values.value(at: final) as? Output, !execution.isCancelled {
+            if execution.isCancelled || result.isCancelled {
+                store.ended(runID)
+                result.command.cancel()
+            } else if let (step, error) = execution.firstFailure {
+                execution.storage.finishRun(run: runID, state: .failed, error: RecordedFailure(error, step: step)) {
+                    _ in
+                    store.ended(runID)
+                    result.fail(error)
+                }
+            } else if let value = execution.values.value(at: final) as? Output {
                 execution.storage.finishRun(run: runID, state: .completed, error: nil) { answer in
                     store.ended(runID)
                     switch answer {
@@ -114,18 +126,11 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
                     case .failure(let error): result.fail(StepCommand.storageError(error))
                     }
                 }
-            } else if execution.isCancelled || result.isCancelled {
-                store.ended(runID)
-                result.command.cancel()
             } else {
-                let (step, error) =
-                    execution.firstFailure
-                    ?? (
-                        definitions[final].id,
-                        DurableError.stepFailed(step: definitions[final].id, message: "it did not run")
-                    )
-                let recorded = RecordedFailure(error, step: step)
-                execution.storage.finishRun(run: runID, state: .failed, error: recorded) { _ in
+                let error = DurableError.stepFailed(step: definitions[final].id, message: "it did not run")
+                execution.storage.finishRun(
+                    run: runID, state: .failed, error: RecordedFailure(error, step: definitions[final].id)
+                ) { _ in
                     store.ended(runID)
                     result.fail(error)
                 }

@@ -10,8 +10,10 @@ import Foundation
 /// recorded input (`build`), gives the step the recorded values of the steps it comes after, runs it and
 /// records it, by the same rules as a run started here (leases renewed while it runs, a completion fenced
 /// by its attempt, retries and their recorded backoff). One run's steps may be worked by several workers
-/// in several processes. The worker that records a run's final step records the run's end; a step that
-/// fails for good fails the run.
+/// in several processes. A run ends by one rule, whoever runs its steps: when every step ended (its end
+/// is recorded in the transaction of its last step's); it failed if a step failed for good (the steps
+/// after that one never run), and completed otherwise, with the final step's value. A side step (one the
+/// final step does not wait for) runs and is recorded like any other.
 ///
 /// **Threads.** It looks for ready steps when a step of its own ends and when the store tells it that
 /// steps became ready (a server's store tells every process: PostgreSQL's `LISTEN`/`NOTIFY`; an SQLite
@@ -101,13 +103,13 @@ public final class DurableWorker: Sendable {
         guard let workflow = store.registered(ready.workflow) else { return }
         store.storage.runState(ready.run) { [self] answer in
             guard case .success(let stored?) = answer, !stored.state.isEnded, !stored.cancelRequested else { return }
-            let steps: [StepDefinition]
-            let final: Int
+            let plan: RunPlan
             do {
-                (steps, final) = try workflow.plan(stored)
+                plan = try workflow.plan(stored)
             } catch {
                 return finishFailed(stored.id, error: error, step: ready.step)
             }
+            let steps = plan.steps
             guard let definition = steps.first(where: { $0.id == ready.step }) else {
                 return finishFailed(
                     stored.id, error: DurableError.workflowChanged(run: stored.id, step: ready.step), step: ready.step)
@@ -136,14 +138,14 @@ public final class DurableWorker: Sendable {
                 }
                 guard accepted else { return }
                 command.observeEnd { [self] ending in
-                    ended(key, ending, isFinal: definition.index == final, execution: execution, step: definition.id)
+                    ended(key, ending, execution: execution, step: definition.id)
                 }
                 command.executeQuietly()
             }
         }
     }
 
-    private func ended(_ key: String, _ ending: CommandState, isFinal: Bool, execution: RunExecution, step: String) {
+    private func ended(_ key: String, _ ending: CommandState, execution: RunExecution, step: String) {
         let finish: @Sendable () -> Void = { [self] in
             let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.inFlight.removeValue(forKey: key)
@@ -155,10 +157,9 @@ public final class DurableWorker: Sendable {
             poller.poke()
         }
         switch ending {
-        case .completed where isFinal:
-            execution.log(.info, step, "the run's last step: run completed")
-            execution.storage.finishRun(run: execution.runID, state: .completed, error: nil) { _ in finish() }
-        case .failed:
+        case .failed where !execution.stepFailureRecorded:
+            // Failed by something other than its own recorded failure (a value that no longer decodes):
+            // recorded here. A step's own failure ended the run, if it was the last, with its record.
             let (failedStep, error) =
                 execution.firstFailure ?? (step, DurableError.stepFailed(step: step, message: "failed"))
             let recorded = RecordedFailure(error, step: failedStep)

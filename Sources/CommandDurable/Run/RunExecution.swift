@@ -74,6 +74,12 @@ final class RunExecution: Sendable {
     var firstFailure: (step: String, error: any Error)? { state.withLock { $0.failure } }
 
     func markCancelled() { state.withLock { $0.cancelled = true } }
+
+    // Guards whether a step's own failure for good was recorded (the store then applies the rule for
+    // the run's end itself).
+    private let failureRecorded = Locked(false)
+    func markFailureRecorded() { failureRecorded.withLock { $0 = true } }
+    var stepFailureRecorded: Bool { failureRecorded.withLock { $0 } }
     var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     func context(step: String, attempt: Int) -> StepContext {
@@ -258,6 +264,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                     execution.log(.notice, definition.id, "failed (\(message)); retrying at attempt \(attempt + 1)")
                     wait(until: retryAt, result)
                 } else {
+                    execution.markFailureRecorded()
                     fail(result, error)
                 }
             case .success(false):

@@ -3,8 +3,8 @@ import Foundation
 /// What the measurement tools of the package read or build (`Examples/DurableCost`): not API.
 package enum DurableMeasurements {
     /// Runs `sql` on the store's own connection (tests: `PRAGMA max_page_count` for a full disk).
-    package static func execute(_ sql: String, on store: DurableStore) throws {
-        try (store.storage as? SQLStorage)?.execute(sql)
+    package static func execute(_ sql: String, on store: DurableStore) async throws {
+        try await (store.storage as? SQLStorage)?.execute(sql)
     }
 
     /// Commits the store's thread made so far.

@@ -16,7 +16,7 @@ protocol DurableStorage: AnyObject, Sendable {
 
     /// Records a new run (its input and every step, pending) in one transaction, or finds the run with
     /// that id.
-    func createRun(_ run: NewRun) throws -> CreateRunResult
+    func createRun(_ run: NewRun) async throws -> CreateRunResult
     /// Claims a step for this process (see ``ClaimResult``).
     func claim(
         run: String, step: String, position: Int,
@@ -36,15 +36,15 @@ protocol DurableStorage: AnyObject, Sendable {
         run: String, state: DurableRunState, error: RecordedFailure?,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
     /// Records a cancel: the run ends cancelled and is never resumed; its owners stop its steps.
-    func requestCancel(run: String) throws -> Bool
+    func requestCancel(run: String) async throws -> Bool
     /// The run as recorded.
-    func loadRun(_ id: String) throws -> StoredRun?
+    func loadRun(_ id: String) async throws -> StoredRun?
     /// The runs not ended, found through an index.
-    func unfinishedRuns() throws -> [StoredRun]
+    func unfinishedRuns() async throws -> [StoredRun]
     /// Records for the API.
-    func records(_ filter: DurableRunFilter) throws -> [DurableRunRecord]
+    func records(_ filter: DurableRunFilter) async throws -> [DurableRunRecord]
     /// Deletes runs that ended before `date`; returns how many.
-    func prune(endedBefore date: Date) throws -> Int
+    func prune(endedBefore date: Date) async throws -> Int
     /// Of `runs`, those whose cancel was recorded (by any process).
     func cancelRequested(among runs: [String], completion: @escaping @Sendable ([String]) -> Void)
     /// The recorded value of a completed step.
@@ -76,6 +76,13 @@ protocol DurableStorage: AnyObject, Sendable {
 }
 
 extension DurableStorage {
+    /// Records how the run ended, awaited.
+    func finishRun(run: String, state: DurableRunState, error: RecordedFailure?) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            finishRun(run: run, state: state, error: error) { continuation.resume(with: $0) }
+        }
+    }
+
     /// How often a worker or an enqueued run looks at the store when nothing told it to: 50 ms when
     /// other processes' changes are not announced; otherwise a third of the lease (it finds steps whose
     /// lease expired), between 50 ms and 1 s.
@@ -138,7 +145,8 @@ struct RecordedFailure: Sendable, Equatable {
     /// How `error`, which failed the run at `step`, is recorded.
     init(_ error: any Error, step: String) {
         switch error as? DurableError {
-        case .workflowChanged(_, let changed)?: self.init(kind: "workflowChanged", step: changed, message: "")
+        case .workflowChanged(_, let changed)?:
+            self.init(kind: "workflowChanged", step: changed, message: String(describing: error))
         case .decoding(_, let failedStep, let underlying)?:
             self.init(kind: "decoding", step: failedStep, message: underlying)
         case .storage(let message)?: self.init(kind: "storage", step: step, message: message)
@@ -165,6 +173,8 @@ struct CompleteResult: @unchecked Sendable {
     // `@unchecked Sendable`: immutable values only (a tuple's labels keep it from being inferred).
     let recorded: Bool
     let claimed: [String: (attempt: Int, failures: Int)]
+    /// It was the run's last step to end: the run's end is recorded with it.
+    let endedRun: Bool
 }
 
 /// The answer to a claim.

@@ -119,46 +119,100 @@ public final class DurableStore: Sendable {
     /// then the run is recorded in one transaction, then it runs. An `id` the store already has (from
     /// this process or another, ended or not) gives that run with `.keep`: its value once it ended, or
     /// the run itself going on; `.fail` throws ``DurableError/runExists(_:)``.
+    ///
+    /// Suspends while the store's thread records the run; no thread waits. A store that cannot reach its
+    /// database throws ``DurableError/storage(message:)`` after its patience (10 s); a cancelled task
+    /// throws `CancellationError` at once (the run is then recorded only if the store's thread had begun
+    /// recording it: `run(_:id:)` tells).
+    @discardableResult
     public func start<W: DurableWorkflow>(
         _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
-    ) throws -> DurableRun<W.Output> {
-        guard state.withLock({ $0.workflows[W.name] }) != nil else { throw DurableError.unknownWorkflow(W.name) }
+    ) async throws -> DurableRun<W.Output> {
+        try await record(W.self, id: id, input: input, ifExists: ifExists, runHere: true)
+    }
+
+    /// Records a run of `workflow` for the workers (``work(concurrency:)``, in this process or another
+    /// sharing the store) and returns it without running anything here: the run's value arrives once a
+    /// worker recorded its end (read from the store when the store tells of it: at once from any process
+    /// on a server's store, from this process on SQLite's; otherwise every 50 ms on SQLite, every third
+    /// of the lease between 50 ms and 1 s on a server; the store's enqueued runs are read together, in
+    /// one batched read).
+    /// `ifExists`, the wait and a cancelled task as for ``start(_:id:input:ifExists:)``.
+    @discardableResult
+    public func enqueue<W: DurableWorkflow>(
+        _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
+    ) async throws -> DurableRun<W.Output> {
+        try await record(W.self, id: id, input: input, ifExists: ifExists, runHere: false)
+    }
+
+    /// The run `id` of `workflow`, as recorded (by this process or another), without its input: ended, its
+    /// recorded outcome; running in this process, that run; otherwise a run that waits for its recorded
+    /// end (resumed here later, or worked by workers anywhere). Nil when the store has no such run.
+    ///
+    /// Throws ``DurableError/unknownWorkflow(_:)`` for a workflow not registered here, and
+    /// ``DurableError/runExists(_:)`` when the run `id` is of another workflow.
+    public func run<W: DurableWorkflow>(_ workflow: W.Type, id: String) async throws -> DurableRun<W.Output>? {
+        guard let registered = registered(W.name) else { throw DurableError.unknownWorkflow(W.name) }
         if let running = state.withLock({ $0.active[id] }) {
+            guard let run = running as? DurableRun<W.Output> else { throw DurableError.runExists(id) }
+            return run
+        }
+        guard let stored = try await storage.loadRun(id) else { return nil }
+        guard stored.workflow == W.name else { throw DurableError.runExists(id) }
+        let final = try registered.plan(stored).finalStep
+        let plan: DurableRun<W.Output>.Plan =
+            stored.state.isEnded
+            ? .ended(stored, codec: final.codec) : .awaiting(finalStep: final.id, codec: final.codec)
+        let run = DurableRun<W.Output>(id: id, workflow: W.name, store: self, plan: plan)
+        run.executeQuietly()
+        return run
+    }
+
+    /// `start` and `enqueue`: one path, which runs the steps here or leaves them to the workers.
+    private func record<W: DurableWorkflow>(
+        _: W.Type, id: String, input: W.Input, ifExists: DurableIfExists, runHere: Bool
+    ) async throws -> DurableRun<W.Output> {
+        guard registered(W.name) != nil else { throw DurableError.unknownWorkflow(W.name) }
+        try DurableFlow.checkRunID(id, workflow: W.name)
+        if runHere, let running = state.withLock({ $0.active[id] }) {
             if ifExists == .fail { throw DurableError.runExists(id) }
             guard let run = running as? DurableRun<W.Output> else { throw DurableError.runExists(id) }
             return run
         }
-        let (steps, final) = try Self.plan(W.self, input: input)
-        let encoded = try JSONEncoder().encode(input)
-        let created = try storage.createRun(
+        let plan = try Self.plan(W.self, input: input)
+        let created = try await storage.createRun(
             NewRun(
-                id: id, workflow: W.name, input: encoded, steps: steps.map(\.id), after: steps.map(\.after),
-                finalStep: steps[final].id))
-        switch created {
-        case .created:
-            return launch(DurableRun<W.Output>.self, id: id, workflow: W.name, steps: steps, final: final)
-        case .exists(let stored):
-            if ifExists == .fail { throw DurableError.runExists(id) }
-            if stored.workflow != W.name { throw DurableError.runExists(id) }
+                id: id, workflow: W.name, input: try JSONEncoder().encode(input), steps: plan.steps.map(\.id),
+                after: plan.steps.map(\.after), finalStep: plan.finalStep.id))
+        if case .exists(let stored) = created {
+            if ifExists == .fail || stored.workflow != W.name { throw DurableError.runExists(id) }
             if stored.state.isEnded {
                 let run = DurableRun<W.Output>(
-                    id: id, workflow: W.name, store: self, plan: .ended(stored, codec: steps[final].codec))
+                    id: id, workflow: W.name, store: self, plan: .ended(stored, codec: plan.finalStep.codec))
                 run.executeQuietly()
                 return run
             }
-            return launch(DurableRun<W.Output>.self, id: id, workflow: W.name, steps: steps, final: final)
         }
+        if runHere { return launch(DurableRun<W.Output>.self, id: id, workflow: W.name, plan: plan) }
+        let run = DurableRun<W.Output>(
+            id: id, workflow: W.name, store: self,
+            plan: .awaiting(finalStep: plan.finalStep.id, codec: plan.finalStep.codec))
+        run.executeQuietly()
+        return run
     }
 
     /// Resumes every run not ended whose workflow this process registered: `build` runs again with the
     /// recorded input; steps recorded completed do not run again, steps begun but not ended run again
-    /// (attempt + 1), the rest run as usual. A run whose input no longer decodes, or that has a recorded
-    /// step `build` no longer makes, fails (recorded, nothing deleted). Runs already running here, of a
-    /// workflow not registered here, or cancelled, are left as they are.
-    public func resumeUnfinished() throws -> DurableResumeReport {
+    /// (attempt + 1), the rest run as usual. A run whose input no longer decodes, whose recorded steps
+    /// no longer decode, or that has a recorded step `build` no longer makes, fails (recorded with why;
+    /// nothing deleted). Runs already running here, of a workflow not registered here, or cancelled, are
+    /// left as they are. Suspends while the store reads (no thread waits); a resumed run is had with
+    /// ``run(_:id:)``.
+    @discardableResult
+    public func resumeUnfinished() async throws -> DurableResumeReport {
         var resumed: [String] = []
         var notResumed: [(run: String, reason: String)] = []
-        for stored in try storage.unfinishedRuns() {
+        for stored in try await storage.unfinishedRuns() {
             let (workflow, running) = state.withLock { ($0.workflows[stored.workflow], $0.active[stored.id] != nil) }
             if running {
                 notResumed.append((stored.id, "it is already running in this process"))
@@ -175,62 +229,31 @@ public final class DurableStore: Sendable {
                 resumed.append(stored.id)
             } catch {
                 let failure = RecordedFailure(error, step: "")
-                let done = DispatchSemaphore(value: 0)
-                storage.finishRun(run: stored.id, state: .failed, error: failure) { _ in done.signal() }
-                done.wait()
+                try await storage.finishRun(run: stored.id, state: .failed, error: failure)
                 notResumed.append((stored.id, String(describing: error)))
             }
         }
         return DurableResumeReport(resumed: resumed, notResumed: notResumed)
     }
 
-    /// The runs recorded, with their steps.
-    public func runs(_ filter: DurableRunFilter = .all) throws -> [DurableRunRecord] {
-        try storage.records(filter)
+    /// The runs recorded, with their steps. Suspends while the store reads.
+    public func runs(_ filter: DurableRunFilter = .all) async throws -> [DurableRunRecord] {
+        try await storage.records(filter)
     }
 
     /// Records a cancel of run `runID` (it is never resumed) and cancels its steps running here; another
-    /// process running its steps stops them at its next lease renewal at the latest.
-    public func cancel(runID: String) throws {
-        _ = try storage.requestCancel(run: runID)
+    /// process running its steps stops them when the store tells it (at once on a server's store), at its
+    /// next lease renewal at the latest. A run that had ended stays as it ended. Throws
+    /// ``DurableError/unknownRun(_:)`` for an id the store does not have.
+    public func cancel(runID: String) async throws {
+        _ = try await storage.requestCancel(run: runID)
         state.withLock { $0.active[runID] }?.cancelHere()
     }
 
     /// Deletes the runs that ended before `date` (and their steps); returns how many.
-    public func prune(endedBefore date: Date) throws -> Int {
-        try storage.prune(endedBefore: date)
-    }
-
-    /// Records a run of `workflow` for the workers (``work(concurrency:)``, in this process or another
-    /// sharing the store) and returns it without running anything here: the run's value arrives once a
-    /// worker recorded its end (read from the store when the store tells of it: at once from any process
-    /// on a server's store, from this process on SQLite's; otherwise every 50 ms on SQLite, every third
-    /// of the lease between 50 ms and 1 s on a server; the store's enqueued runs are read together, in
-    /// one batched read).
-    /// `ifExists` as for ``start(_:id:input:ifExists:)``.
-    public func enqueue<W: DurableWorkflow>(
-        _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
-    ) throws -> DurableRun<W.Output> {
-        guard state.withLock({ $0.workflows[W.name] }) != nil else { throw DurableError.unknownWorkflow(W.name) }
-        let (steps, final) = try Self.plan(W.self, input: input)
-        let created = try storage.createRun(
-            NewRun(
-                id: id, workflow: W.name, input: try JSONEncoder().encode(input), steps: steps.map(\.id),
-                after: steps.map(\.after), finalStep: steps[final].id))
-        if case .exists(let stored) = created {
-            if ifExists == .fail || stored.workflow != W.name { throw DurableError.runExists(id) }
-            if stored.state.isEnded {
-                let run = DurableRun<W.Output>(
-                    id: id, workflow: W.name, store: self, plan: .ended(stored, codec: steps[final].codec))
-                run.executeQuietly()
-                return run
-            }
-        }
-        let run = DurableRun<W.Output>(
-            id: id, workflow: W.name, store: self,
-            plan: .awaiting(finalStep: steps[final].id, codec: steps[final].codec))
-        run.executeQuietly()
-        return run
+    @discardableResult
+    public func prune(endedBefore date: Date) async throws -> Int {
+        try await storage.prune(endedBefore: date)
     }
 
     /// Starts a worker: it claims, from any run recorded in this store, the steps of the workflows this
@@ -256,7 +279,7 @@ public final class DurableStore: Sendable {
     func registered(_ name: String) -> RegisteredWorkflow? { state.withLock { $0.workflows[name] } }
 
     /// Builds `workflow`'s flow for `input`: its steps and the final one's place.
-    static func plan<W: DurableWorkflow>(_: W.Type, input: W.Input) throws -> ([StepDefinition], Int) {
+    static func plan<W: DurableWorkflow>(_: W.Type, input: W.Input) throws -> RunPlan {
         let flow = DurableFlow(workflow: W.name)
         let final = try W.build(flow, input: input)
         if let mistake = flow.mistake { throw mistake }
@@ -264,16 +287,17 @@ public final class DurableStore: Sendable {
             throw DurableError.invalidFlow(
                 workflow: W.name, message: "build returned a step of another flow: return one of this flow's steps")
         }
-        return (flow.steps, final.index)
+        return RunPlan(steps: flow.steps, final: final.index)
     }
 
     /// Makes, tracks and executes a live run.
     func launch<Output: Sendable>(
-        _: DurableRun<Output>.Type, id: String, workflow: String, steps: [StepDefinition], final: Int
+        _: DurableRun<Output>.Type, id: String, workflow: String, plan: RunPlan
     ) -> DurableRun<Output> {
-        let execution = RunExecution(storage: storage, runID: id, workflow: workflow, steps: steps)
+        let execution = RunExecution(storage: storage, runID: id, workflow: workflow, steps: plan.steps)
         let run = DurableRun<Output>(
-            id: id, workflow: workflow, store: self, plan: .live(steps: steps, final: final, execution: execution))
+            id: id, workflow: workflow, store: self,
+            plan: .live(steps: plan.steps, final: plan.final, execution: execution))
         state.withLock { $0.active[id] = run }
         run.executeQuietly()
         return run
@@ -302,6 +326,14 @@ public final class DurableStore: Sendable {
     }
 }
 
+/// A workflow's steps for one input, as `build` made them, and the final step's place among them.
+struct RunPlan: Sendable {
+    let steps: [StepDefinition]
+    let final: Int
+
+    var finalStep: StepDefinition { steps[final] }
+}
+
 /// A run running in this process, whatever its output type.
 protocol ActiveRun: AnyObject, Sendable {
     /// Cancels it here (its cancel is recorded already, or is recorded by it).
@@ -316,7 +348,7 @@ extension DurableRun: ActiveRun {
 struct RegisteredWorkflow: Sendable {
     let resume: @Sendable (StoredRun, DurableStore) throws -> Void
     /// The run's steps and the final one's place, from its recorded input.
-    let plan: @Sendable (StoredRun) throws -> ([StepDefinition], Int)
+    let plan: @Sendable (StoredRun) throws -> RunPlan
 
     init<W: DurableWorkflow>(_: W.Type) {
         plan = { stored in
@@ -335,12 +367,12 @@ struct RegisteredWorkflow: Sendable {
             } catch {
                 throw DurableError.decoding(run: stored.id, step: nil, underlying: String(describing: error))
             }
-            let (steps, final) = try DurableStore.plan(W.self, input: input)
-            let made = Set(steps.map(\.id))
+            let plan = try DurableStore.plan(W.self, input: input)
+            let made = Set(plan.steps.map(\.id))
             if let changed = stored.steps.first(where: { !made.contains($0) }) {
                 throw DurableError.workflowChanged(run: stored.id, step: changed)
             }
-            _ = store.launch(DurableRun<W.Output>.self, id: stored.id, workflow: W.name, steps: steps, final: final)
+            _ = store.launch(DurableRun<W.Output>.self, id: stored.id, workflow: W.name, plan: plan)
         }
     }
 }

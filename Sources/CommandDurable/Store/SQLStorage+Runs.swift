@@ -3,9 +3,9 @@ import Foundation
 
 // Runs: recorded, read, ended, cancelled, listed, pruned (see `SQLStorage` for the schema).
 extension SQLStorage {
-    func createRun(_ run: NewRun) throws -> CreateRunResult {
-        let created = try wrap {
-            try thread.sync(write: true) { [self] connection -> CreateRunResult in
+    func createRun(_ run: NewRun) async throws -> CreateRunResult {
+        let created = try await wrap {
+            try await thread.perform(write: true) { [self] connection -> CreateRunResult in
                 if let existing = try Self.loadRun(run.id, connection) { return .exists(existing) }
                 let now = Self.now
                 try connection.query(
@@ -39,8 +39,8 @@ extension SQLStorage {
         return created
     }
 
-    func loadRun(_ id: String) throws -> StoredRun? {
-        try wrap { try thread.sync(write: false) { try Self.loadRun(id, $0) } }
+    func loadRun(_ id: String) async throws -> StoredRun? {
+        try await wrap { try await thread.perform(write: false) { try Self.loadRun(id, $0) } }
     }
 
     static func loadRun(_ id: String, _ connection: any SQLDatabase) throws -> StoredRun? {
@@ -63,9 +63,9 @@ extension SQLStorage {
             }, finalStep: row[7].string ?? "", steps: steps)
     }
 
-    func unfinishedRuns() throws -> [StoredRun] {
-        try wrap {
-            try thread.sync(write: false) { connection in
+    func unfinishedRuns() async throws -> [StoredRun] {
+        try await wrap {
+            try await thread.perform(write: false) { connection in
                 try connection.query(
                     "SELECT id FROM runs WHERE state IN ('pending', 'running') ORDER BY created"
                 ).compactMap { row in try row[0].string.flatMap { try Self.loadRun($0, connection) } }
@@ -79,7 +79,7 @@ extension SQLStorage {
     ) {
         thread.submit(
             write: true,
-            { connection in
+            { connection -> Bool in
                 try connection.query(
                     """
                     UPDATE runs SET state = ?, updated = ?, error = ?, error_kind = ?, error_step = ?
@@ -89,23 +89,27 @@ extension SQLStorage {
                         .text(state.rawValue), .real(Self.now), error.map { .text($0.message) } ?? .null,
                         error.map { .text($0.kind) } ?? .null, error?.step.map { .text($0) } ?? .null, .text(run),
                     ])
-                if state.isEnded {
+                guard connection.changes == 1, state.isEnded else { return false }
+                // A run failed by something other than a step (its flow changed, a value no longer decodes):
+                // its steps not ended never run. A completed run has none left (`endRunIfDone`).
+                if state != .completed {
                     try connection.query(
                         """
                         UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?
                         WHERE run_id = ? AND state IN ('pending', 'running')
                         """, [.real(Self.now), .text(run)])
-                    try self.notify(.ended(run: run), connection)
                 }
+                try self.notify(.ended(run: run), connection)
+                return true
             },
             completion: { [self] result in
-                if case .success = result, state.isEnded { announce(.ended(run: run)) }
-                completion(result)
+                if case .success(true) = result { announce(.ended(run: run)) }
+                completion(result.map { _ in () })
             })
     }
 
-    func requestCancel(run: String) throws -> Bool {
-        let changed = try wrap { try thread.sync(write: true) { try self.cancel(run: run, $0) } }
+    func requestCancel(run: String) async throws -> Bool {
+        let changed = try await wrap { try await thread.perform(write: true) { try self.cancel(run: run, $0) } }
         if changed { announceCancel(run) }
         return changed
     }
@@ -142,6 +146,9 @@ extension SQLStorage {
             WHERE id = ? AND state IN ('pending', 'running')
             """, [.real(Self.now), .text(run)])
         let changed = connection.changes > 0
+        if !changed, try connection.query("SELECT 1 FROM runs WHERE id = ?", [.text(run)]).isEmpty {
+            throw DurableError.unknownRun(run)
+        }
         try connection.query(
             """
             UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?
@@ -189,9 +196,9 @@ extension SQLStorage {
             }, completion: completion)
     }
 
-    func records(_ filter: DurableRunFilter) throws -> [DurableRunRecord] {
-        try wrap {
-            try thread.sync(write: false) { connection in
+    func records(_ filter: DurableRunFilter) async throws -> [DurableRunRecord] {
+        try await wrap {
+            try await thread.perform(write: false) { connection in
                 let (condition, bindings): (String, [SQLValue]) =
                     switch filter {
                     case .all: ("", [])
@@ -232,9 +239,9 @@ extension SQLStorage {
         }
     }
 
-    func prune(endedBefore date: Date) throws -> Int {
-        try wrap {
-            try thread.sync(write: true) { connection -> Int in
+    func prune(endedBefore date: Date) async throws -> Int {
+        try await wrap {
+            try await thread.perform(write: true) { connection -> Int in
                 let before = SQLValue.real(date.timeIntervalSince1970)
                 try connection.query(
                     """

@@ -51,7 +51,8 @@ extension SQLStorage {
                 case "failed":
                     return .failed(message: fields[6].string ?? "failed")
                 case "cancelled":
-                    return .runCancelled
+                    // The run was not cancelled (checked above): a step it comes after failed for good.
+                    return .failed(message: fields[6].string ?? "it did not run: a step it comes after failed")
                 case "running":
                     let holder = fields[3].string ?? ""
                     // This store's own claim, made by the same request before a lost connection's retry.
@@ -114,7 +115,9 @@ extension SQLStorage {
                             AND state = 'completed'
                         """, [.text(run), .text(step), .integer(Int64(attempt)), .text(owner)]
                     ).isEmpty
-                guard connection.changes == 1 || again else { return CompleteResult(recorded: false, claimed: [:]) }
+                guard connection.changes == 1 || again else {
+                    return CompleteResult(recorded: false, claimed: [:], endedRun: false)
+                }
                 try notify(.ready, connection)
                 // The steps made ready by this one, claimed in the same transaction (a chain's next step
                 // needs no claim of its own): only pending ones with no backoff left, of a run not cancelled.
@@ -143,10 +146,14 @@ extension SQLStorage {
                     else { continue }
                     claimed[candidate.step] = (Int(row[0].int ?? 1), Int(row[1].int ?? 0))
                 }
-                return CompleteResult(recorded: true, claimed: claimed)
+                let ended = try endRunIfDone(run, connection)
+                return CompleteResult(recorded: true, claimed: claimed, endedRun: ended)
             },
             completion: { [self] result in
-                if case .success(let answer) = result, answer.recorded { announce(.ready) }
+                if case .success(let answer) = result, answer.recorded {
+                    announce(.ready)
+                    if answer.endedRun { announce(.ended(run: run)) }
+                }
                 completion(result)
             })
     }
@@ -158,7 +165,7 @@ extension SQLStorage {
         let owner = owner
         thread.submit(
             write: true, hop: false,
-            { [self] connection -> Bool in
+            { [self] connection -> (recorded: Bool, endedRun: Bool) in
                 try connection.query(
                     """
                     UPDATE steps SET state = ?, failures = failures + 1, error = ?, error_type = ?,
@@ -173,19 +180,91 @@ extension SQLStorage {
                     ])
                 if connection.changes == 1 {
                     try notify(.ready, connection)
-                    return true
+                    guard retryAt == nil else { return (true, false) }
+                    // For good: the steps after it never run; the run ends once no step is left running.
+                    try skipSteps(after: step, of: run, connection)
+                    return (true, try endRunIfDone(run, connection))
                 }
                 // Recorded already, when this very failure was committed before a lost connection's retry.
-                return try !connection.query(
+                let again = try !connection.query(
                     """
                     SELECT 1 FROM steps WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ?
                         AND state IN ('pending', 'failed') AND ended IS NOT NULL
                     """, [.text(run), .text(step), .integer(Int64(attempt)), .text(owner)]
                 ).isEmpty
+                return (again, false)
             },
             completion: { [self] result in
-                if case .success(true) = result { announce(.ready) }
-                completion(result)
+                if case .success(let answer) = result, answer.recorded {
+                    announce(.ready)
+                    if answer.endedRun { announce(.ended(run: run)) }
+                }
+                completion(result.map(\.recorded))
             })
+    }
+
+    /// The rule for a run's end, whoever runs it (a start, a resume, a worker of any process), applied in
+    /// the transaction of each step's end: the run ends when no step of it is pending or running. It
+    /// failed if a step failed for good (the first to fail, recorded), and completed otherwise (its value
+    /// is the final step's). Returns whether it ended now.
+    func endRunIfDone(_ run: String, _ connection: any SQLDatabase) throws -> Bool {
+        let left = try connection.query(
+            "SELECT 1 FROM steps WHERE run_id = ? AND state IN ('pending', 'running') LIMIT 1", [.text(run)])
+        guard left.isEmpty else { return false }
+        let failed = try connection.query(
+            """
+            SELECT step_id, error FROM steps WHERE run_id = ? AND state = 'failed' ORDER BY ended, position LIMIT 1
+            """, [.text(run)]
+        ).first
+        let now = Self.now
+        if let failed {
+            try connection.query(
+                """
+                UPDATE runs SET state = 'failed', updated = ?, error = ?, error_kind = 'stepFailed', error_step = ?
+                WHERE id = ? AND state IN ('pending', 'running')
+                """, [.real(now), failed[1], failed[0], .text(run)])
+        } else {
+            try connection.query(
+                "UPDATE runs SET state = 'completed', updated = ? WHERE id = ? AND state IN ('pending', 'running')",
+                [.real(now), .text(run)])
+        }
+        guard connection.changes == 1 else { return false }
+        try notify(.ended(run: run), connection)
+        return true
+    }
+
+    /// Marks cancelled (never to run) the pending steps that come after `step`, directly or not: a step
+    /// that failed for good.
+    func skipSteps(after step: String, of run: String, _ connection: any SQLDatabase) throws {
+        let rows = try connection.query(
+            "SELECT step_id, position, after, state FROM steps WHERE run_id = ?", [.text(run)])
+        var dependents: [Int: [Int]] = [:]
+        var ids: [Int: String] = [:]
+        var failedPosition: Int?
+        for row in rows {
+            guard let position = row[1].int.map(Int.init) else { continue }
+            ids[position] = row[0].string
+            if row[0].string == step { failedPosition = position }
+            for before in (row[2].string ?? "").split(separator: ",").compactMap({ Int($0) }) {
+                dependents[before, default: []].append(position)
+            }
+        }
+        guard let failedPosition else { return }
+        var doomed: Set<Int> = []
+        var next = dependents[failedPosition] ?? []
+        while let position = next.popLast() {
+            if doomed.insert(position).inserted { next += dependents[position] ?? [] }
+        }
+        for position in doomed.sorted() {
+            try connection.query(
+                """
+                UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?, error = ?
+                WHERE run_id = ? AND position = ? AND state = 'pending'
+                """,
+                [
+                    .real(Self.now), .text("it did not run: step '\(step)', which it comes after, failed"),
+                    .text(run), .integer(Int64(position)),
+                ])
+        }
     }
 }

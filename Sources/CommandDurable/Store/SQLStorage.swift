@@ -31,13 +31,15 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
     /// Opens the store: the thread, then `open` on it (which prepares the schema and returns the
     /// connection). `owner` is this store's id in the records (host, pid, and a unique tail).
     package init(
-        owner: String, dialect: SQLDialect, leaseSeconds: Double,
+        owner: String, dialect: SQLDialect, leaseSeconds: Double, patience: TimeInterval = 10,
         open: @escaping @Sendable () throws -> any SQLDatabase
     ) throws {
         self.owner = owner
         self.dialect = dialect
         self.leaseSeconds = leaseSeconds
-        thread = try StoreThread(name: "AwesomeCommand durable store", begin: dialect.begin, open: open)
+        thread = try StoreThread(
+            name: "AwesomeCommand durable store", place: dialect.place, begin: dialect.begin, patience: patience,
+            open: open)
         let lease = leaseSeconds
         let judges = dialect.judgesOwnerProcesses
         // Leases of this process's running steps renewed every third of the lease.
@@ -77,8 +79,8 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
     }
 
     /// Runs `sql` on the store's thread (the measurement and test hooks).
-    package func execute(_ sql: String) throws {
-        try wrap { try thread.sync(write: false) { try $0.execute(sql) } }
+    package func execute(_ sql: String) async throws {
+        try await wrap { try await thread.perform(write: false) { try $0.execute(sql) } }
     }
 
     var commits: Int { thread.commits }
@@ -100,8 +102,12 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
     static var now: Double { Date().timeIntervalSince1970 }
 
     /// Runs `body`, turning the database's errors into `DurableError.storage`.
-    func wrap<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as DurableError { throw error } catch {
+    func wrap<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch let error as DurableError { throw error } catch let error
+            as CancellationError
+        {
+            throw error
+        } catch {
             throw DurableError.storage(message: "\(dialect.place): \(error)")
         }
     }

@@ -9,20 +9,35 @@ import Foundation
 /// Group commit: the thread takes every request waiting and writes them in one `BEGIN IMMEDIATE ...
 /// COMMIT` (each inside a savepoint, so one request's failure undoes that request only); while one commit
 /// waits for the disk, the next batch gathers. Completions are called after the commit: an engine
-/// callback on a global Dispatch queue (never on this thread, so no command code runs here), a
-/// synchronous caller's wake-up right here. A periodic job (lease renewal) runs between batches.
+/// callback on a global Dispatch queue (never on this thread, so no command code runs here) or, for the
+/// step command's hand-over, on the thread itself; an awaiting caller's continuation is resumed. A
+/// periodic job (lease renewal) runs between batches.
+///
+/// **Each request is answered once.** A batch run again (a lost conflict, a lost connection) runs only
+/// what was not answered yet: reads answered before the writes began are not run, nor answered, again.
+///
+/// **Outages.** A lost connection is opened again with a backoff (50 ms to 2 s) until it opens or the
+/// store closes: the engine's requests (claims, completions, failures, a run's end, lease renewals)
+/// wait for it however long it takes. Only an awaiting caller has a deadline (`patience`) and its task's
+/// cancel: past the deadline it throws ``DurableError/storage(message:)`` naming the place; cancelled, it
+/// throws `CancellationError` at once. Either way a request the thread had not begun never runs; one it
+/// had begun (a write in the transaction being retried) may still commit, its answer dropped.
 package final class StoreThread: @unchecked Sendable {
-    // `@unchecked Sendable`: `pending`, `stopping` and `periodic` are guarded by `condition`; the
-    // connection is made and touched only by the thread.
+    // `@unchecked Sendable`: `pending`, `stopping`, `periodic` and `loseNextCommit` are guarded by
+    // `condition`; the connection is made and touched only by the thread.
     private struct Request {
         let write: Bool
-        /// A synchronous caller's: abandoned when the connection is not back by then.
+        /// An awaiting caller's: abandoned when the connection is not back by then.
         let deadline: Date?
+        /// An awaiting caller's: true once it was answered or abandoned (then it is not run).
+        let answered: @Sendable () -> Bool
         /// Runs the request on the connection; returns whether it threw, and what to call once its batch
         /// ended (with the commit's failure, which replaces the request's own result).
         let perform: (any SQLDatabase) -> (threw: Bool, finish: (_ commitError: (any Error)?) -> Void)
         /// Fails the request without running it.
         let abandon: (any Error) -> Void
+
+        func expired(_ now: Date) -> Bool { deadline.map { $0 <= now } ?? false }
     }
 
     private let condition = NSCondition()
@@ -36,21 +51,28 @@ package final class StoreThread: @unchecked Sendable {
     private var connection: (any SQLDatabase)!
     private let open: @Sendable () throws -> any SQLDatabase
     private let begin: String
-    private let patience: TimeInterval
+    /// Named in the errors of awaiting callers (the file, or the server without its password).
+    private let place: String
+    /// How long an awaiting caller waits for a lost connection.
+    let patience: TimeInterval
     /// Set (on the thread) by a request whose statement lost a conflict with another transaction.
     private var conflicted = false
+    /// Test hook: the next commit of a batch that holds reads and writes is lost (rolled back, the
+    /// connection opened again), as if the connection broke under it.
+    private var loseNextCommit = false
     /// Commits made (for the group-commit figures).
     private let commitCount = Locked(0)
 
     /// Starts the thread, which opens the connection with `open` (every database call of a store runs on
     /// its thread, opening included); throws what `open` threw (the thread then ends). `begin` begins a
-    /// write transaction; `patience` bounds a synchronous caller's wait for a lost connection.
+    /// write transaction; `patience` bounds an awaiting caller's wait for a lost connection.
     init(
-        name: String, begin: String, patience: TimeInterval = 10,
+        name: String, place: String, begin: String, patience: TimeInterval = 10,
         open: @escaping @Sendable () throws -> any SQLDatabase
     ) throws {
         self.open = open
         self.begin = begin
+        self.place = place
         self.patience = patience
         let opened = ResultBox<Void>()
         let thread = Thread { [self] in
@@ -75,13 +97,14 @@ package final class StoreThread: @unchecked Sendable {
     /// database may be called (checked by each connection in debug builds).
     package static let marker = "AwesomeCommand.storeThread"
 
+    /// Whether the current thread is a store's (or a measurement's) own.
+    package static var isStoreThread: Bool { Thread.current.threadDictionary[marker] != nil }
+
     /// Debug builds: the database is called only on a thread of its own (a store's thread, or a
     /// measurement's), never on a command's queue, the Dispatch pool or the concurrency pool.
     @inline(__always)
     package static func checkThread() {
-        assert(
-            Thread.current.threadDictionary[marker] != nil,
-            "a store's database called outside a store's own thread (\(Thread.current))")
+        assert(isStoreThread, "a store's database called outside a store's own thread (\(Thread.current))")
     }
 
     var commits: Int { commitCount.withLock { $0 } }
@@ -99,9 +122,23 @@ package final class StoreThread: @unchecked Sendable {
         return try outcome.take().get()
     }
 
+    /// Runs `body` on a thread of its own, marked as a store's, and awaits it without blocking the
+    /// caller's thread: opening a store whose opening waits for a server.
+    package static func detached<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let thread = Thread {
+                Thread.current.threadDictionary[marker] = true
+                continuation.resume(with: Result { try body() })
+            }
+            thread.name = "AwesomeCommand durable store (opening)"
+            thread.start()
+        }
+    }
+
     /// Runs `body` on the thread, inside a write transaction (with others: group commit) when `write`;
     /// `completion` gets its result once the transaction committed, on a global queue (`hop`) or on the
-    /// thread itself (a synchronous caller waking up).
+    /// thread itself (the step command's hand-over, which runs no user code). Waits for a lost
+    /// connection however long it takes; fails only once the store closes.
     func submit<T>(
         write: Bool, hop: Bool = true, _ body: @escaping (any SQLDatabase) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
@@ -114,8 +151,40 @@ package final class StoreThread: @unchecked Sendable {
                 completion(delivered)
             }
         }
-        let request = Request(
-            write: write, deadline: hop ? nil : Date().addingTimeInterval(patience),
+        enqueue(request(write: write, deadline: nil, answered: { false }, body, deliver: deliver)) {
+            completion(.failure($0))
+        }
+    }
+
+    /// Runs `body` on the thread (in a write transaction when `write`) and returns its result once
+    /// committed, suspending the caller: no thread waits. Past `patience` without a connection, throws
+    /// ``DurableError/storage(message:)``; a cancelled task stops waiting at once (see the type's doc).
+    func perform<T: Sendable>(write: Bool, _ body: @escaping (any SQLDatabase) throws -> T) async throws -> T {
+        precondition(
+            !Self.isStoreThread,
+            "a durable store's async API awaited on a store's own thread: it would wait for itself")
+        let answer = AwaitedAnswer<T>()
+        nonisolated(unsafe) let work = body
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                guard answer.set(continuation) else { return }
+                enqueue(
+                    request(
+                        write: write, deadline: Date().addingTimeInterval(patience), answered: { answer.isAnswered },
+                        work, deliver: { answer.resume($0) })
+                ) { answer.resume(.failure($0)) }
+            }
+        } onCancel: {
+            answer.resume(.failure(CancellationError()))
+        }
+    }
+
+    private func request<T>(
+        write: Bool, deadline: Date?, answered: @escaping @Sendable () -> Bool,
+        _ body: @escaping (any SQLDatabase) throws -> T, deliver: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) -> Request {
+        Request(
+            write: write, deadline: deadline, answered: answered,
             perform: { [unowned self] connection in
                 let result: Result<T, any Error>
                 do { result = .success(try body(connection)) } catch {
@@ -128,6 +197,9 @@ package final class StoreThread: @unchecked Sendable {
                 if case .failure = result { threw = true } else { threw = false }
                 return (threw, { commitError in deliver(commitError.map { .failure($0) } ?? outcome) })
             }, abandon: { error in deliver(.failure(error)) })
+    }
+
+    private func enqueue(_ request: Request, refused: (any Error) -> Void) {
         condition.lock()
         let accepted = !stopping
         if accepted {
@@ -135,17 +207,14 @@ package final class StoreThread: @unchecked Sendable {
             condition.signal()
         }
         condition.unlock()
-        if !accepted {
-            completion(.failure(DurableError.storage(message: "the store was closed")))
-        }
+        if !accepted { refused(DurableError.storage(message: "\(place): the store was closed")) }
     }
 
-    /// Runs `body` on the thread and waits for it (the caller's thread sleeps; the store's thread does
-    /// the I/O).
-    func sync<T>(write: Bool, _ body: @escaping (any SQLDatabase) throws -> T) throws -> T {
-        let box = ResultBox<T>()
-        submit(write: write, hop: false, body) { result in box.put(result) }
-        return try box.take().get()
+    /// Test hook: loses the next commit of a batch holding reads and writes (see `loseNextCommit`).
+    package func loseTheNextMixedCommit() {
+        condition.lock()
+        loseNextCommit = true
+        condition.unlock()
     }
 
     /// Runs `job` on the thread every `interval` seconds, between batches, in its own transaction.
@@ -181,7 +250,8 @@ package final class StoreThread: @unchecked Sendable {
                     condition.wait()
                 }
             }
-            let batch = pending
+            // Awaiting callers that gave up (cancelled, or answered by the deadline) are not run.
+            let batch = pending.filter { !$0.answered() }
             pending = []
             let done = stopping && batch.isEmpty
             var job: ((any SQLDatabase) -> Void)?
@@ -193,7 +263,7 @@ package final class StoreThread: @unchecked Sendable {
             if let job {
                 run([
                     Request(
-                        write: true, deadline: nil,
+                        write: true, deadline: nil, answered: { false },
                         perform: { connection in
                             job(connection)
                             return (false, { _ in })
@@ -207,12 +277,13 @@ package final class StoreThread: @unchecked Sendable {
         finished.signal()
     }
 
-    /// One batch, run again on a new connection each time the connection is lost under it.
+    /// One batch, run again (what is left of it) on a new connection each time the connection is lost
+    /// under it.
     private func run(_ batch: [Request]) {
         var batch = batch
         var delay: TimeInterval = 0.05
         while true {
-            let outcome = attempt(batch)
+            let outcome = attempt(&batch)
             if outcome == .done { return }
             if outcome == .conflict {
                 // Lost a conflict (a deadlock with another process's transaction): rolled back; again,
@@ -231,48 +302,56 @@ package final class StoreThread: @unchecked Sendable {
                 } catch {
                     reason = String(describing: error)
                 }
-                // Synchronous callers past their patience, and everything once the store closes, fail now.
+                // Awaiting callers past their patience (or gone), and everything once the store closes,
+                // fail now; the engine's requests wait.
                 let now = Date()
                 condition.lock()
                 let closing = stopping
-                let expired = pending.filter { closing || ($0.deadline.map { $0 <= now } ?? false) }
-                pending.removeAll { closing || ($0.deadline.map { $0 <= now } ?? false) }
+                let gone = { (request: Request) in closing || request.expired(now) || request.answered() }
+                let expired = pending.filter(gone)
+                pending.removeAll(where: gone)
                 condition.unlock()
                 let failure = DurableError.storage(
-                    message: "lost the connection and could not open it again: \(reason)")
+                    message: closing
+                        ? "\(place): the store was closed while its connection was lost: \(reason)"
+                        : "\(place): the connection was lost and is not back after \(Int(patience)) s: \(reason)")
                 for request in expired { request.abandon(failure) }
-                for request in batch where closing || (request.deadline.map { $0 <= now } ?? false) {
-                    request.abandon(failure)
-                }
-                batch.removeAll { closing || ($0.deadline.map { $0 <= now } ?? false) }
+                for request in batch where gone(request) { request.abandon(failure) }
+                batch.removeAll(where: gone)
                 if batch.isEmpty && closing { return }
-                Thread.sleep(forTimeInterval: delay)  // the store's own thread: nothing else waits on it
+                // The store's own thread: nothing else waits on it.
+                Thread.sleep(forTimeInterval: delay)
                 delay = min(delay * 2, 2)
             }
+            batch.removeAll { $0.answered() }
+            if batch.isEmpty { return }
         }
     }
 
     private enum Outcome { case done, lost, conflict }
 
-    /// One batch: the reads first, each on its own; the writes together in one transaction. Nothing is
-    /// finished when the connection was lost under it, or when a request lost a conflict (the
-    /// transaction is rolled back): the batch runs again.
-    private func attempt(_ batch: [Request]) -> Outcome {
+    /// One batch: the reads first, each on its own, answered at once and taken out of the batch; the
+    /// writes together in one transaction. No write is answered when the connection was lost under it,
+    /// or when a request lost a conflict (the transaction is rolled back): what is left runs again.
+    private func attempt(_ batch: inout [Request]) -> Outcome {
         var finish: [(_ commitError: (any Error)?) -> Void] = []
         var reads: [(_ commitError: (any Error)?) -> Void] = []
-        let writes = batch.filter(\.write)
+        let hadReads = batch.contains { !$0.write }
         for request in batch where !request.write {
             reads.append(request.perform(connection).finish)
             if connection.isLost { return .lost }
             if conflicted { return rolledBack() }
         }
+        // Answered: a batch run again does not run (or answer) them again.
+        batch.removeAll { !$0.write }
         for call in reads { call(nil) }
+        let writes = batch
         guard !writes.isEmpty else { return .done }
         do {
             try connection.execute(begin)
         } catch {
             if connection.isLost { return .lost }
-            let failure = DurableError.storage(message: "could not begin a transaction: \(error)")
+            let failure = DurableError.storage(message: "\(place): could not begin a transaction: \(error)")
             for request in writes { request.abandon(failure) }
             return .done
         }
@@ -293,6 +372,10 @@ package final class StoreThread: @unchecked Sendable {
                 if conflicted { return rolledBack() }
             }
         }
+        if hadReads && takeLoseNextCommit() {
+            try? connection.execute("ROLLBACK")
+            return .lost
+        }
         var commitError: (any Error)?
         do {
             try connection.execute("COMMIT")
@@ -300,11 +383,20 @@ package final class StoreThread: @unchecked Sendable {
         } catch {
             if connection.isLost { return .lost }
             if connection.isConflict(error) { return rolledBack() }
-            commitError = DurableError.storage(message: "a commit failed: \(error)")
+            commitError = DurableError.storage(message: "\(place): a commit failed: \(error)")
             try? connection.execute("ROLLBACK")
         }
         for call in finish { call(commitError) }
         return .done
+    }
+
+    private func takeLoseNextCommit() -> Bool {
+        condition.lock()
+        defer {
+            loseNextCommit = false
+            condition.unlock()
+        }
+        return loseNextCommit
     }
 
     /// Rolls the batch's transaction back after a lost conflict.
@@ -321,7 +413,7 @@ package final class StoreThread: @unchecked Sendable {
     ) -> Bool {
         do { try connection.execute("SAVEPOINT request") } catch {
             if connection.isLost { return false }
-            let failure = DurableError.storage(message: "\(error)")
+            let failure = DurableError.storage(message: "\(place): \(error)")
             finish.append { _ in request.abandon(failure) }
             return true
         }
@@ -331,6 +423,60 @@ package final class StoreThread: @unchecked Sendable {
         try? connection.execute("RELEASE request")
         finish.append(completion)
         return true
+    }
+}
+
+/// An awaiting caller's answer: resumed once, by the store's thread (the result), by the deadline, or by
+/// the task's cancel, whichever comes first; a cancel that comes before the continuation is set ends the
+/// await as soon as it is.
+final class AwaitedAnswer<T: Sendable>: Sendable {
+    private enum Slot {
+        case waiting
+        case set(CheckedContinuation<T, any Error>)
+        case answered
+        case cancelledEarly
+    }
+
+    // Guards the slot.
+    private let slot = Locked<Slot>(.waiting)
+
+    /// Stores the continuation; false (and resumed) when the task was cancelled already.
+    func set(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
+        let early = slot.withLock { slot -> Bool in
+            if case .cancelledEarly = slot {
+                slot = .answered
+                return true
+            }
+            slot = .set(continuation)
+            return false
+        }
+        if early { continuation.resume(throwing: CancellationError()) }
+        return !early
+    }
+
+    var isAnswered: Bool {
+        slot.withLock { slot in
+            switch slot {
+            case .answered, .cancelledEarly: return true
+            default: return false
+            }
+        }
+    }
+
+    func resume(_ result: Result<T, any Error>) {
+        let continuation = slot.withLock { slot -> CheckedContinuation<T, any Error>? in
+            switch slot {
+            case .set(let continuation):
+                slot = .answered
+                return continuation
+            case .waiting:
+                if case .failure(let error) = result, error is CancellationError { slot = .cancelledEarly }
+                return nil
+            default:
+                return nil
+            }
+        }
+        continuation?.resume(with: result)
     }
 }
 

@@ -144,6 +144,9 @@ public final class DurableFlow: @unchecked Sendable {
         _ id: String, after: [Int], retry: StepRetry, codec: StepCodec,
         make: @escaping @Sendable (StepContext, StepValues) -> Command<Output>
     ) -> DurableStep<Output> {
+        if let reason = Self.invalidReason(id) {
+            note(.invalidFlow(workflow: workflow, message: "the step id \(String(reflecting: id)) \(reason)"))
+        }
         if !ids.insert(id).inserted {
             note(
                 .invalidFlow(
@@ -166,6 +169,28 @@ public final class DurableFlow: @unchecked Sendable {
                 id: id, index: index, after: after, retry: retry, codec: codec,
                 make: { context, values in StepRun(make(context, values)) }))
         return DurableStep(id: id, index: index, flow: ObjectIdentifier(self))
+    }
+
+    /// Why `id` cannot be a step's or a run's id, or nil: a valid id is not empty and holds no NUL (a
+    /// database's text ends there) and no `/` (it separates the parts of an idempotency key,
+    /// `workflow/run/step`).
+    static func invalidReason(_ id: String) -> String? {
+        if id.isEmpty { return "is empty: give it a name" }
+        if id.contains("\0") { return "contains a NUL character: remove it" }
+        if id.contains("/") {
+            return "contains '/', which separates the parts of an idempotency key: use another character"
+        }
+        return nil
+    }
+
+    /// Throws ``DurableError/invalidFlow(workflow:message:)`` for a run id that is empty or holds a NUL
+    /// (a `/` is allowed in a run's id: a step's id, after it, holds none).
+    static func checkRunID(_ id: String, workflow: String) throws {
+        if id.isEmpty || id.contains("\0") {
+            let reason = id.isEmpty ? "is empty: give it a name" : "contains a NUL character: remove it"
+            throw DurableError.invalidFlow(
+                workflow: workflow, message: "the run id \(String(reflecting: id)) \(reason)")
+        }
     }
 
     private func note(_ error: DurableError) {

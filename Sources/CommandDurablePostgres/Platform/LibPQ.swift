@@ -147,6 +147,32 @@ final class PostgresConnection: SQLDatabase {
 
     /// "PostgreSQL at host:port, database 'db', user 'user'" from a connection string or URL, without its
     /// password.
+    /// Throws unless `location` is a `postgresql://` or `postgres://` URL, `key=value` pairs, or empty
+    /// (libpq's defaults and `PG*` variables): libpq takes any other string as a database's name and
+    /// quotes it back in its errors, password included.
+    static func checkLocation(_ location: String) throws {
+        let trimmed = location.trimmingCharacters(in: .whitespaces)
+        let lowered = trimmed.lowercased()
+        if trimmed.isEmpty || lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://") { return }
+        if !trimmed.contains("://") && trimmed.contains("=") { return }
+        throw DurableError.storage(
+            message: "'\(redacted(location))' is not a PostgreSQL location: give a URL "
+                + "(postgresql://user@host:5432/database, the password from PGPASSWORD or ~/.pgpass) or "
+                + "key=value pairs (host=db.internal port=5432 dbname=app user=app)")
+    }
+
+    /// `location` with the password of a URL's user part left out (`scheme://user:secret@host` ->
+    /// `scheme://user:***@host`).
+    static func redacted(_ location: String) -> String {
+        guard let scheme = location.range(of: "://") else { return location }
+        let rest = location[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@"),
+            let colon = rest[..<at].firstIndex(of: ":")
+        else { return location }
+        return String(location[..<colon]) + ":***" + String(location[at...])
+    }
+
     static func place(of conninfo: String) -> String {
         var fields: [String: String] = [:]
         if let options = PQconninfoParse(conninfo, nil) {

@@ -27,10 +27,26 @@ extension DurableStore {
     /// - Throws: ``DurableError/storage(message:)`` naming the server when it cannot be reached or
     ///   refuses the credentials; ``DurableError/newerSchema(found:supported:)`` for a schema a newer
     ///   version made; ``DurableError/notAStore(path:)`` when the schema `awesomecommand` holds something
-    ///   else. Nothing is changed in the last two cases.
+    ///   else. Nothing is changed in the last two cases. A string that is neither a `postgresql://` (or
+    ///   `postgres://`) URL nor `key=value` pairs (`postgres+asyncpg://...`, `mysql://...`, a bare name)
+    ///   is refused before libpq sees it, with ``DurableError/storage(message:)`` quoting it without its
+    ///   password.
+    ///
+    /// Suspends while the connections open (on a thread of the store's own: no thread of the caller or
+    /// of the concurrency pool waits).
     public convenience init(
         postgres: String, durability: DurableDurability = .full, lease: Duration = .seconds(30)
-    ) throws {
+    ) async throws {
+        try PostgresConnection.checkLocation(postgres)
+        let storage = try await StoreThread.detached {
+            try Self.openStorage(postgres: postgres, durability: durability, lease: lease)
+        }
+        self.init(sql: storage)
+    }
+
+    private static func openStorage(
+        postgres: String, durability: DurableDurability, lease: Duration
+    ) throws -> SQLStorage {
         let place = PostgresConnection.place(of: postgres)
         let storage = try SQLStorage(
             owner: SQLStorage.makeOwner(),
@@ -56,6 +72,6 @@ extension DurableStore {
             throw error
         }
         storage.onClose { listener.stop() }
-        self.init(sql: storage)
+        return storage
     }
 }
