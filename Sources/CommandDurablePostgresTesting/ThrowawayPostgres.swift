@@ -130,6 +130,20 @@ public final class ThrowawayPostgres: Sendable {
         }
     }
 
+    /// Stops the server (a fast shutdown: every connection is cut) and keeps its data: an outage, until
+    /// ``startAgain()`` starts it on the same port.
+    public func halt() async throws {
+        try await offThePool {
+            try self.pgctl(["stop", "-w", "-m", "fast", "-t", "60"])
+            self.takeServer()?.waitUntilExit()
+        }
+    }
+
+    /// Starts the server ``halt()`` stopped, on the same port, and returns once it accepts connections.
+    public func startAgain() async throws {
+        try await offThePool { try self.launch() }
+    }
+
     /// Stops the server and deletes its folder.
     public func stop() {
         try? pgctl(["stop", "-m", "immediate", "-w", "-t", "60"])

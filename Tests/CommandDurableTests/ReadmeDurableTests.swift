@@ -1,5 +1,7 @@
+// swift-format-ignore-file: OrderedImports
 // The README's "Durable workflows" example, exactly (scripts/check-readme.sh compares the two).
-// Test-only imports stay outside the README's block: it builds pasted alone into an app's main.swift.
+// Test-only imports stay outside the README's block, which builds pasted alone into an app's main.swift:
+// the import-ordering rule is off here.
 import CommandTestSupport
 import Testing
 

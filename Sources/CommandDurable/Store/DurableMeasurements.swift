@@ -7,6 +7,9 @@ package enum DurableMeasurements {
         try await (store.storage as? SQLStorage)?.execute(sql)
     }
 
+    /// The store's thread (the tests' hooks).
+    package static func thread(of store: DurableStore) -> StoreThread? { (store.storage as? SQLStorage)?.thread }
+
     /// Commits the store's thread made so far.
     package static func commits(of store: DurableStore) -> Int { store.storage.commits }
 

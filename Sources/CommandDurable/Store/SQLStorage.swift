@@ -22,7 +22,7 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
 
     package let owner: String
     let leaseSeconds: Double
-    let thread: StoreThread
+    package let thread: StoreThread
     let dialect: SQLDialect
     /// Told what changed: by this process after its commits (`dialect.notify == nil`), or by the
     /// database's notifications, which the dialect's module listens to.

@@ -139,7 +139,7 @@ package final class StoreThread: @unchecked Sendable {
     /// `completion` gets its result once the transaction committed, on a global queue (`hop`) or on the
     /// thread itself (the step command's hand-over, which runs no user code). Waits for a lost
     /// connection however long it takes; fails only once the store closes.
-    func submit<T>(
+    package func submit<T>(
         write: Bool, hop: Bool = true, _ body: @escaping (any SQLDatabase) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
@@ -209,6 +209,10 @@ package final class StoreThread: @unchecked Sendable {
         condition.unlock()
         if !accepted { refused(DurableError.storage(message: "\(place): the store was closed")) }
     }
+
+    /// Commits lost through the test hook.
+    package var lostCommits: Int { condition.lock(); defer { condition.unlock() }; return lost }
+    private var lost = 0
 
     /// Test hook: loses the next commit of a batch holding reads and writes (see `loseNextCommit`).
     package func loseTheNextMixedCommit() {
@@ -393,6 +397,7 @@ package final class StoreThread: @unchecked Sendable {
     private func takeLoseNextCommit() -> Bool {
         condition.lock()
         defer {
+            if loseNextCommit { lost += 1 }
             loseNextCommit = false
             condition.unlock()
         }

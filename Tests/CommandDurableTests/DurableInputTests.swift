@@ -1,0 +1,192 @@
+import CommandDurable
+import CommandDurablePostgres
+import CommandTestSupport
+import Dispatch
+import Foundation
+import Testing
+
+/// Bad input gets a clear error and loses nothing; handles to runs recorded elsewhere; each request of
+/// the store's thread answered once.
+@Suite struct DurableInputTests {
+    struct Ids: DurableWorkflow {
+        static let name = "ids"
+        static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+            flow.step(input) { _ in Command.just(1) }
+        }
+    }
+
+    @Test(arguments: ["", "step\0one", "odd/s"]) func aStepIDThatIsEmpty_holdsNUL_orASlash_isRefused(id: String)
+        async throws
+    {
+        let store = try DurableStore.inMemory()
+        defer { store.close() }
+        try store.register(Ids.self)
+        do {
+            _ = try await store.start(Ids.self, id: "r", input: id)
+            Issue.record("the step id \(String(reflecting: id)) was accepted")
+        } catch let error as DurableError {
+            guard case .invalidFlow(let workflow, let message) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(workflow == "ids" && message.contains(String(reflecting: id)), "\(message)")
+        }
+        #expect(try await store.runs().isEmpty)
+    }
+
+    @Test func aRunIDThatIsEmpty_orHoldsNUL_isRefused() async throws {
+        let store = try DurableStore.inMemory()
+        defer { store.close() }
+        try store.register(Ids.self)
+        for id in ["", "run\0two"] {
+            await #expect(throws: DurableError.self) { try await store.start(Ids.self, id: id, input: "s") }
+            await #expect(throws: DurableError.self) { try await store.enqueue(Ids.self, id: id, input: "s") }
+        }
+        #expect(try await store.runs().isEmpty)
+        // A slash is fine in a run's id (a step's id after it holds none).
+        #expect(try await store.start(Ids.self, id: "user/42", input: "s").value == 1)
+    }
+
+    @Test(arguments: StoreKind.allCases) func cancellingAnUnknownRun_throwsUnknownRun(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try await place.open()
+        defer { store.close() }
+        await #expect(throws: DurableError.unknownRun("typo")) { try await store.cancel(runID: "typo") }
+        try store.register(Ids.self)
+        #expect(try await store.start(Ids.self, id: "done", input: "s").value == 1)
+        try await store.cancel(runID: "done")  // known and ended: stays as it ended
+        #expect(try await store.runs().first?.state == .completed)
+    }
+
+    @Test(arguments: [
+        "postgres+asyncpg://app:S3cret@db.internal:5432/app", "mysql://app:S3cret@db.internal/app", "app-database",
+    ])
+    func aLocationThatIsNotPostgreSQLs_isRefused_withoutItsPassword(location: String) async throws {
+        do {
+            _ = try await DurableStore(postgres: location)
+            Issue.record("\(location) was accepted")
+        } catch let error as DurableError {
+            guard case .storage(let message) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(message.contains("not a PostgreSQL location"), "\(message)")
+            #expect(!message.contains("S3cret"), "\(message)")
+        }
+    }
+
+    struct Renamed: DurableWorkflow {
+        static let name = "renamed"
+        static func build(_ flow: DurableFlow, input: Bool) throws -> DurableStep<Int> {
+            let first = flow.step(input ? "first" : "first-renamed") { _ in Command.just(1) }
+            return flow.step("second", after: first) { _, value in
+                Command<Int> { result in
+                    Probe.held.withLock { $0["renamed/second"] = result }
+                    return nil
+                }
+            }
+        }
+    }
+
+    /// A run failed by `workflowChanged` is recorded with why (it was recorded with an empty error).
+    @Test func aRunFailedByAChangedWorkflow_isRecordedWithWhy() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        do {
+            let store = try DurableStore(path: folder.file())
+            try store.register(Renamed.self)
+            _ = try await store.start(Renamed.self, id: "w", input: true)
+            #expect(await eventually { Probe.held.withLock { $0["renamed/second"] } != nil })
+            store.close()
+        }
+        // Opened again with a build that no longer makes "first" for this input... which is recorded.
+        let store = try DurableStore(path: folder.file())
+        defer { store.close() }
+        try store.register(Renamed.self)
+        try await DurableMeasurements.execute("UPDATE runs SET input = CAST('false' AS BLOB)", on: store)
+        let report = try await store.resumeUnfinished()
+        #expect(report.resumed.isEmpty && report.notResumed.map(\.run) == ["w"])
+        let record = try #require(try await store.runs().first)
+        #expect(record.state == .failed)
+        #expect(record.error?.contains("no longer makes") == true, "\(String(describing: record.error))")
+        Probe.held.withLock { $0.removeValue(forKey: "renamed/second") }?.succeed(0)
+    }
+
+    /// `run(_:id:)`: a handle to a run recorded by another store (ended, or going on), without its input.
+    @Test(arguments: StoreKind.allCases) func aRunHandle_followsARunStartedElsewhere(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let tag = "\(kind)-handle"
+        let starter = try await place.open()
+        defer { starter.close() }
+        let follower = try await place.open()
+        defer { follower.close() }
+        try starter.register(SideStep.self)
+        try follower.register(SideStep.self)
+        #expect(try await follower.run(SideStep.self, id: "nobody") == nil)
+        await #expect(throws: DurableError.unknownWorkflow("ids")) { try await follower.run(Ids.self, id: "h") }
+        _ = try await starter.start(SideStep.self, id: "h", input: tag)
+        let followed = try #require(try await follower.run(SideStep.self, id: "h"))
+        #expect(await eventually { Probe.held.withLock { $0["\(tag)/s"] } != nil })
+        Probe.held.withLock { $0.removeValue(forKey: "\(tag)/s") }?.succeed(7)
+        #expect(try await followed.value == 11)
+        // Ended: the recorded value, nothing run again.
+        #expect(try await follower.run(SideStep.self, id: "h")?.value == 11)
+        #expect(Probe.counter.count("\(tag)/c") == 1)
+    }
+
+    /// A batch run again after its commit was lost (a read and a write in it) answers each request once:
+    /// the read, answered before the writes began, is neither run nor answered again.
+    @Test func aBatchRunAgain_answersEachRequestOnce() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let store = try DurableStore(path: folder.file())
+        defer { store.close() }
+        let thread = try #require(DurableMeasurements.thread(of: store))
+        let gate = DispatchSemaphore(value: 0)
+        let holding = Checkpoint()
+        // Holds the store's thread (its own thread: nothing else waits) until both requests are queued:
+        // they are then taken together, in one batch.
+        let gateRuns = Locked(0)
+        thread.submit(
+            write: false, hop: false,
+            { _ in
+                // Run once; a second run (the defect) must not wait again.
+                guard
+                    gateRuns.withLock({ runs -> Int in
+                        runs += 1
+                        return runs
+                    }) == 1
+                else { return }
+                holding.fulfill()
+                gate.wait()
+            }, completion: { _ in })
+        #expect(await holding.wait())
+        thread.loseTheNextMixedCommit()
+        let reads = Locked(0)
+        let writes = Locked(0)
+        let written = Checkpoint()
+        thread.submit(
+            write: false, hop: false, { connection in try connection.query("SELECT count(*) FROM runs") },
+            completion: { _ in reads.withLock { $0 += 1 } })
+        thread.submit(
+            write: true, hop: false,
+            { connection in try connection.query("UPDATE runs SET updated = 0 WHERE id = 'none'") },
+            completion: { result in
+                #expect((try? result.get()) != nil)
+                writes.withLock { $0 += 1 }
+                written.fulfill()
+            })
+        gate.signal()
+        #expect(await written.wait())
+        #expect(thread.lostCommits == 1)  // the batch's commit was lost, and the batch run again
+        // Whatever the thread answers next comes after a second answer would have.
+        let flushed = Checkpoint()
+        thread.submit(write: false, hop: false, { _ in }, completion: { _ in flushed.fulfill() })
+        #expect(await flushed.wait())
+        #expect(reads.withLock { $0 } == 1)
+        #expect(writes.withLock { $0 } == 1)
+        #expect(gateRuns.withLock { $0 } == 1)
+    }
+}
