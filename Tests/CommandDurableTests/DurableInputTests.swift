@@ -189,4 +189,38 @@ import Testing
         #expect(writes.withLock { $0 } == 1)
         #expect(gateRuns.withLock { $0 } == 1)
     }
+
+    /// A directory, a URL that is not a file's, a folder that does not exist, and (where this process is
+    /// not root, which writes anything) a read-only file: a clear `.storage`, and nothing created.
+    @Test func aPathThatCannotHoldAStore_isRefused_creatingNothing() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        func refusal(_ open: () throws -> DurableStore) -> String? {
+            do {
+                _ = try open()
+                return nil
+            } catch let error as DurableError {
+                guard case .storage(let message) = error else { return "\(error)" }
+                return message
+            } catch {
+                return "\(error)"
+            }
+        }
+        let directory = refusal { try DurableStore(path: folder.url.path) }
+        #expect(directory?.contains("is a directory") == true, "\(String(describing: directory))")
+        let remote = refusal { try DurableStore(path: URL(string: "https://example.com/x.sqlite")!) }
+        #expect(remote?.contains("is not a file URL") == true, "\(String(describing: remote))")
+        #expect(!FileManager.default.fileExists(atPath: "/x.sqlite"))
+        let missing = refusal { try DurableStore(path: folder.file("no/such/folder.sqlite")) }
+        #expect(missing?.contains("does not exist") == true, "\(String(describing: missing))")
+        if getuid() != 0 {
+            let path = folder.file("read-only.sqlite")
+            try DurableStore(path: path).close()
+            try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: path)
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            let readOnly = refusal { try DurableStore(path: path) }
+            #expect(readOnly?.contains("read-only") == true, "\(String(describing: readOnly))")
+            #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        }
+    }
 }

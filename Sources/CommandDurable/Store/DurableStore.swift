@@ -46,19 +46,54 @@ public final class DurableStore: Sendable {
     ///     of it); another process takes a step over after it.
     /// - Throws: ``DurableError/notAStore(path:)`` for a file that is not a store,
     ///   ``DurableError/newerSchema(found:supported:)`` for one a newer version wrote (both left
-    ///   untouched), ``DurableError/storage(message:)`` when it cannot be opened.
+    ///   untouched), ``DurableError/storage(message:)`` when it cannot be opened: a directory, a
+    ///   read-only file or folder (nothing is created beside it), a folder that does not exist.
     public convenience init(path: String, durability: DurableDurability = .full, lease: Duration = .seconds(30))
         throws
     {
+        try Self.checkPath(path)
         try self.init(
             storage: SQLStorage(path: path, durability: durability, leaseSeconds: max(0.03, lease.inSeconds)))
     }
 
     /// Opens the store at `url` (a file URL), creating it if missing; see ``init(path:durability:lease:)``.
+    /// A URL that is not a file's (`https://...`) throws ``DurableError/storage(message:)``.
     public convenience init(path url: URL, durability: DurableDurability = .full, lease: Duration = .seconds(30))
         throws
     {
+        guard url.isFileURL else {
+            throw DurableError.storage(
+                message: "'\(url.absoluteString)' is not a file URL: give the URL of a file on this device "
+                    + "(URL(fileURLWithPath:), or FileManager's applicationSupportDirectory)")
+        }
         try self.init(path: url.path, durability: durability, lease: lease)
+    }
+
+    /// Refuses, before SQLite creates anything, a path that is a directory, a file or folder this process
+    /// may not write (a store writes its file, and its `-wal` and `-shm` files beside it), or a folder that
+    /// does not exist.
+    static func checkPath(_ path: String) throws {
+        guard path != ":memory:", !path.isEmpty else { return }
+        let files = FileManager.default
+        var isDirectory: ObjCBool = false
+        let folder = (path as NSString).deletingLastPathComponent
+        if files.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if isDirectory.boolValue {
+                throw DurableError.storage(
+                    message: "'\(path)' is a directory: give the path of a file in it (\(path)/work.sqlite)")
+            }
+            if !files.isWritableFile(atPath: path) {
+                throw DurableError.storage(
+                    message: "'\(path)' is read-only: a store writes to its file; make it writable or copy it")
+            }
+        } else if !folder.isEmpty, !files.fileExists(atPath: folder) {
+            throw DurableError.storage(message: "the folder of '\(path)' does not exist: create '\(folder)' first")
+        }
+        if !folder.isEmpty, !files.isWritableFile(atPath: folder) {
+            throw DurableError.storage(
+                message: "the folder of '\(path)' is read-only: a store writes its -wal and -shm files beside "
+                    + "its file; choose a writable folder")
+        }
     }
 
     /// A store in memory, for tests: nothing survives the process.

@@ -30,9 +30,12 @@ extension SQLStorage {
                         ProcessIdentity.startTime(of: ProcessIdentity.pid).map { .real($0) } ?? .null,
                         .real(Date().timeIntervalSince1970),
                     ])
-            } catch {
+            } catch let error as DurableError {
                 connection.close()
                 throw error
+            } catch {
+                connection.close()
+                throw DurableError.storage(message: "could not open '\(path)': \(error)")
             }
             return connection
         }

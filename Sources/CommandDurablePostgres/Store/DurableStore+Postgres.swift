@@ -14,8 +14,9 @@ extension DurableStore {
     /// **Connections:** two per store: one for its requests (every call on the store's own thread,
     /// requests that arrive together share a transaction) and one that listens. A lost connection is
     /// opened again with a backoff (50 ms to 2 s) and its requests are run again: steps' records wait
-    /// for it, nothing is dropped; a synchronous call (`start`, `enqueue`, `runs`, ...) waits at most
-    /// 10 s for it, then throws ``DurableError/storage(message:)``.
+    /// for it however long the outage lasts, nothing is dropped and no run fails for it; an awaiting call
+    /// (`start`, `enqueue`, `runs`, ...) waits at most `patience` for it, then throws
+    /// ``DurableError/storage(message:)`` naming the server; a cancelled task stops waiting at once.
     ///
     /// - Parameters:
     ///   - postgres: where the database is; a password in it is never printed.
@@ -24,6 +25,9 @@ extension DurableStore {
     ///     of the server may lose the last fraction of a second of commits, never half of one).
     ///   - lease: how long a claimed step stays this store's without a renewal; another process takes the
     ///     step over after it.
+    ///   - patience: how long an awaiting call (`start`, `enqueue`, `runs`, ...) waits for a lost
+    ///     connection before it throws ``DurableError/storage(message:)``; the engine's own records
+    ///     (claims, completions, a run's end) wait for it however long it takes.
     /// - Throws: ``DurableError/storage(message:)`` naming the server when it cannot be reached or
     ///   refuses the credentials; ``DurableError/newerSchema(found:supported:)`` for a schema a newer
     ///   version made; ``DurableError/notAStore(path:)`` when the schema `awesomecommand` holds something
@@ -35,17 +39,18 @@ extension DurableStore {
     /// Suspends while the connections open (on a thread of the store's own: no thread of the caller or
     /// of the concurrency pool waits).
     public convenience init(
-        postgres: String, durability: DurableDurability = .full, lease: Duration = .seconds(30)
+        postgres: String, durability: DurableDurability = .full, lease: Duration = .seconds(30),
+        patience: Duration = .seconds(10)
     ) async throws {
         try PostgresConnection.checkLocation(postgres)
         let storage = try await StoreThread.detached {
-            try Self.openStorage(postgres: postgres, durability: durability, lease: lease)
+            try Self.openStorage(postgres: postgres, durability: durability, lease: lease, patience: patience)
         }
         self.init(sql: storage)
     }
 
     private static func openStorage(
-        postgres: String, durability: DurableDurability, lease: Duration
+        postgres: String, durability: DurableDurability, lease: Duration, patience: Duration
     ) throws -> SQLStorage {
         let place = PostgresConnection.place(of: postgres)
         let storage = try SQLStorage(
@@ -53,7 +58,7 @@ extension DurableStore {
             dialect: SQLDialect(
                 begin: "BEGIN", claimLock: " FOR UPDATE SKIP LOCKED", judgesOwnerProcesses: false,
                 notify: "SELECT pg_notify('\(PostgresListener.channel)', ?)", place: place),
-            leaseSeconds: max(0.03, lease.inSeconds)
+            leaseSeconds: max(0.03, lease.inSeconds), patience: max(0.01, patience.inSeconds)
         ) {
             let connection = try PostgresConnection(postgres)
             do {
