@@ -224,3 +224,54 @@ import Testing
         }
     }
 }
+
+/// Steps written as `async` closures, beside command steps (a `Command<Void>` step still runs its
+/// command: the `async` Void form does not swallow it).
+@Suite struct DurableAsyncStepTests {
+    struct User: Codable, Sendable, Equatable { var id: Int; var name: String }
+
+    struct Fetch: DurableWorkflow {
+        static let name = "async-steps"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<String> {
+            let fetched = flow.step("fetch") { context async throws -> User in
+                try await Task.sleep(nanoseconds: 1_000_000)
+                return User(id: input, name: "user-\(input)-attempt-\(context.attempt)")
+            }
+            let noted = flow.step("note", after: fetched) { _, user in
+                Command<Void> { result in
+                    Probe.counter.hit("async-steps/note-\(user.id)")
+                    result.succeed()
+                    return nil
+                }
+            }
+            flow.step("side", after: fetched) { _, user async throws in
+                Probe.counter.hit("async-steps/side-\(user.id)")
+            }
+            // A one-expression closure that returns a command: the command form, its command run.
+            flow.step("one-liner", after: fetched) { _, user in DurableAsyncStepTests.hit("async-steps/one-liner-\(user.id)") }
+            return flow.step("greet", after: fetched, noted) { _, user, _ async throws -> String in
+                "hello \(user.name)"
+            }
+        }
+    }
+
+    static func hit(_ key: String) -> Command<Void> {
+        Command<Void> { result in
+            Probe.counter.hit(key)
+            result.succeed()
+            return nil
+        }
+    }
+
+    @Test func asyncClosureSteps_runAndRecordTheirValues() async throws {
+        let store = try DurableStore.inMemory()
+        defer { store.close() }
+        try store.register(Fetch.self)
+        #expect(try await store.start(Fetch.self, id: "a", input: 3).value == "hello user-3-attempt-1")
+        #expect(Probe.counter.count("async-steps/note-3") == 1)
+        #expect(Probe.counter.count("async-steps/side-3") == 1)
+        #expect(Probe.counter.count("async-steps/one-liner-3") == 1)
+        let record = try #require(try await store.runs().first)
+        #expect(record.state == .completed && record.steps.allSatisfy { $0.state == .completed })
+    }
+}

@@ -84,8 +84,8 @@ import Testing
     }
 
     /// 1,000 `await store.start` from tasks while the database is unreachable for 2 s: a heartbeat task
-    /// on the same pool ticks every 10 ms throughout, none late by more than 100 ms (500 ms under a
-    /// sanitizer's slowdown); every start returns once the server is back.
+    /// on the same pool ticks every 10 ms throughout (the worst lateness is printed); every start returns
+    /// once the server is back.
     @Test func awaitsDuringAnOutage_holdNoThreadOfThePool() async throws {
         guard try await SharedPostgres.available() != nil else { return }
         let server = try await ThrowawayPostgres.start()
@@ -126,10 +126,12 @@ import Testing
         try await starts.value
         beating.withLock { $0 = false }
         let worst = await heartbeat.value
-        let bound: Duration =
-            ProcessInfo.processInfo.environment["AWESOMECOMMAND_STRESS"] == "sanitizer"
-            ? .milliseconds(500) : .milliseconds(100)
-        #expect(worst <= bound, "a heartbeat tick was \(worst) late")
+        // A pool thread held by an await would stop the heartbeat for the whole outage (2 s and more).
+        // Alone, the worst tick here is 42-59 ms late (3 runs: the 1,000 runs launched when the server is
+        // back are work on the pool); beside the rest of the suite on 2 cores, time
+        // slicing made one 134 ms late: the bound is 500 ms, a quarter of the outage.
+        print("heartbeat: worst tick \(worst) late during the outage")
+        #expect(worst <= .milliseconds(500), "a heartbeat tick was \(worst) late")
         #expect(started.withLock { $0 } == 1_000)
         #expect(try await store.runs().count == 1_000)
     }

@@ -108,6 +108,39 @@ public final class DurableFlow: @unchecked Sendable {
         }
     }
 
+    /// A step whose work is an `async` closure, given the values of the steps in `after:` (in that
+    /// order) after the context: `flow.step("fetch", after: id) { context, id async throws -> User in
+    /// try await api.user(id) }`. Its value is recorded as for a command's; a throw fails the attempt
+    /// (retried by `retry`); cancelling the run cancels the closure's task.
+    @discardableResult
+    public func step<Output: Codable & Sendable, each Value: Sendable>(
+        _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
+        _ work: @escaping @Sendable (StepContext, repeat each Value) async throws -> Output
+    ) -> DurableStep<Output> {
+        var after: [Int] = []
+        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        let reads = (repeat each dependencies)
+        return add(id, after: after, retry: retry, codec: .json(Output.self)) { context, values in
+            let inputs = (repeat values.value(of: each reads))
+            return Command { try await work(context, repeat each inputs) }
+        }
+    }
+
+    /// A step whose `async` work returns nothing: recorded completed, without a value.
+    @discardableResult
+    public func step<each Value: Sendable>(
+        _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
+        _ work: @escaping @Sendable (StepContext, repeat each Value) async throws -> Void
+    ) -> DurableStep<Void> {
+        var after: [Int] = []
+        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        let reads = (repeat each dependencies)
+        return add(id, after: after, retry: retry, codec: .void) { context, values in
+            let inputs = (repeat values.value(of: each reads))
+            return Command { try await work(context, repeat each inputs) }
+        }
+    }
+
     /// A step that comes after `steps` without taking their values (an order, not a data flow).
     @discardableResult
     public func step<Output: Codable & Sendable>(
