@@ -13,6 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 swift build -Xswiftc -warnings-as-errors --target CommandGraph >/dev/null
+# The durable snippets are only type-checked (rejections): its module, and SQLite's module map.
+swift build -Xswiftc -warnings-as-errors --target CommandDurable >/dev/null
 bin=$(swift build --show-bin-path)
 # The objects of the current sources (the build folder may still hold those of renamed files).
 objects=()
@@ -29,7 +31,8 @@ for target in sys.argv[2:]:
 # The C module CommandCore imports internally (its atomics): its module map for the compiler, its object
 # for the linker.
 objects+=("$bin/CommandAtomics.build/CommandAtomics.c.o")
-cmodules=(-Xcc "-fmodule-map-file=$bin/CommandAtomics.build/module.modulemap")
+cmodules=(-Xcc "-fmodule-map-file=$bin/CommandAtomics.build/module.modulemap"
+    -Xcc "-fmodule-map-file=Sources/CSQLite/module.modulemap")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

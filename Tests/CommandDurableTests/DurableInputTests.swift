@@ -248,7 +248,9 @@ import Testing
                 Probe.counter.hit("async-steps/side-\(user.id)")
             }
             // A one-expression closure that returns a command: the command form, its command run.
-            flow.step("one-liner", after: fetched) { _, user in DurableAsyncStepTests.hit("async-steps/one-liner-\(user.id)") }
+            flow.step("one-liner", after: fetched) { _, user in
+                DurableAsyncStepTests.hit("async-steps/one-liner-\(user.id)")
+            }
             return flow.step("greet", after: fetched, noted) { _, user, _ async throws -> String in
                 "hello \(user.name)"
             }
