@@ -307,4 +307,26 @@ import Testing
         #expect("\(await terminalState(of: run))".hasPrefix("cancelled"))
         await worker.stop()
     }
+
+    /// A run started (not enqueued) in one store, cancelled from another: its step running in the first
+    /// stops within 3 s, a tenth of the lease (it waited for the next lease renewal, 10 s: the store's
+    /// notification on a server, its 50 ms look on SQLite).
+    @Test(arguments: StoreKind.allCases) func aCancelFromAnotherStore_reachesAStartedRunsStep_promptly(
+        kind: StoreKind
+    ) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let runner = try await place.open()
+        defer { runner.close() }
+        try runner.register(Waits.self)
+        let other = try await place.open()
+        defer { other.close() }
+        let tag = "\(kind)-started-waits"
+        let run = try await runner.start(Waits.self, id: "s", input: tag)
+        #expect(await eventually { Probe.counter.count("\(tag)/wait") == 1 })
+        try await other.cancel(runID: "s")
+        #expect(await eventually(seconds: 3) { Self.cancelled.withLock { $0.contains(tag) } })
+        #expect("\(await terminalState(of: run))".hasPrefix("cancelled"))
+        #expect(try await other.runs().first?.state == .cancelled)
+    }
 }

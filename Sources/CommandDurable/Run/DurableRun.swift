@@ -8,9 +8,13 @@ import Foundation
 /// when ``DurableStore/start(_:id:input:ifExists:)`` returns it (or recorded ended: then it sends the
 /// recorded value, or fails with the recorded failure, or ends cancelled).
 ///
-/// **Ending.** Completes after the run's end is recorded. Fails with the step's own error in the process
-/// where the step failed, with ``DurableError/stepFailed(step:message:)`` when that failure was recorded
-/// by an earlier process, and with the other ``DurableError``s as they say.
+/// **Ending.** A run ends by one rule, whoever runs its steps (a `start`, a resume, workers of any
+/// process): once every step ended. It completed if every step completed, and sends the final step's
+/// value (the step `build` returned); a side step (one the final step does not wait for) runs and is
+/// recorded, and the run ends with it. It failed if a step failed for good (the steps after that one
+/// never run): then it fails with the step's own error in the process where the step failed, with
+/// ``DurableError/stepFailed(step:message:)`` when that failure was recorded by another process, and
+/// with the other ``DurableError``s as they say. The command completes after the run's end is recorded.
 ///
 /// **Cancel.** `cancel()` records the cancel (the run is never resumed; other processes sharing the store
 /// stop its steps at their next lease renewal at the latest) and cancels the steps running here.

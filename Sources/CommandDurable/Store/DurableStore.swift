@@ -9,15 +9,22 @@ import Foundation
 /// ```swift
 /// let store = try DurableStore(path: supportDirectory.appendingPathComponent("work.sqlite"))
 /// try store.register(UploadPhoto.self)
-/// let run = try store.start(UploadPhoto.self, id: "photo-\(photo.id)", input: input)
+/// try await store.resumeUnfinished()     // at launch: every run not ended goes on
+/// let run = try await store.start(UploadPhoto.self, id: "photo-\(photo.id)", input: input)
 /// let receipt = try await run.value
-/// let report = try store.resumeUnfinished()     // at launch: every run not ended goes on
 /// ```
 ///
-/// **Threads.** Every SQLite call runs on the store's own thread. `start`, `resumeUnfinished`, `runs`,
-/// `cancel` and `prune` wait for it (one transaction: about 0.1-1 ms; call them off the main thread when
-/// a commit waits for the disk); steps are recorded without blocking any thread of the engine's, and
-/// the records of steps that end together go into one commit.
+/// **Threads.** Every database call runs on the store's own thread. The calls that wait for it
+/// (`start`, `enqueue`, `run(_:id:)`, `resumeUnfinished`, `runs`, `cancel`, `prune`) are `async`: they
+/// suspend the caller's task, and no thread waits, so `@MainActor` code and a server's request handlers
+/// may call them. Each answers once, with its result or with ``DurableError/storage(message:)`` past the
+/// store's patience without a connection; a cancelled task stops waiting at once (a request the store's
+/// thread had not begun never runs). Steps are recorded without blocking any thread of the engine's,
+/// and the records of steps that end together go into one commit. Calling the async API on the store's
+/// own thread is a programming error (a precondition).
+///
+/// **A run's end**, by one rule whoever runs it: every step ended; failed if a step failed for good,
+/// completed otherwise with the final step's value (see ``DurableRun``).
 ///
 /// **Several processes** may open one file: a step is claimed with this process as its owner and a
 /// lease (`lease`, renewed every third of it while the step runs); another process takes a step over
@@ -35,6 +42,8 @@ public final class DurableStore: Sendable {
         ([:], [:]))
     // Guards the next poll for cancels recorded by other processes (nil once closed).
     private let cancelPoll = Locked<(token: (any Cancelable)?, open: Bool)>((nil, true))
+    // Guards the store's one subscription to its change feed (cancels routed to the runs running here).
+    private let subscription = Locked<(any Cancelable)?>(nil)
 
     /// Opens the store at `path`, creating it if missing.
     ///
@@ -104,6 +113,14 @@ public final class DurableStore: Sendable {
     init(storage: any DurableStorage) {
         self.storage = storage
         awaited = AwaitedRuns(storage: storage)
+        // A cancel recorded by any process the store hears of (this one's at once; on a server's store,
+        // every process's through its notifications) reaches the run running here at once; the poll
+        // covers what no notification announces.
+        let token = storage.feed.subscribe { [weak self] change in
+            guard case .cancelled(let run) = change, let self else { return }
+            state.withLock { $0.active[run] }?.cancelHere()
+        }
+        subscription.withLock { $0 = token }
         armCancelPoll()
     }
 
@@ -116,6 +133,10 @@ public final class DurableStore: Sendable {
 
     /// Stops the store's thread (after the requests waiting); the store cannot be used afterwards.
     public func close() {
+        subscription.withLock { token in
+            defer { token = nil }
+            return token
+        }?.cancel()
         cancelPoll.withLock { poll -> (any Cancelable)? in
             poll.open = false
             defer { poll.token = nil }
@@ -124,9 +145,11 @@ public final class DurableStore: Sendable {
         storage.close()
     }
 
-    /// Every third of the lease: the runs running here whose cancel another process recorded.
+    /// At the backstop's pace (50 ms on SQLite, whose other processes' cancels are not announced; a third
+    /// of the lease, up to 1 s, on a server's store): the runs running here whose cancel another process
+    /// recorded. A look with no run running here reads nothing.
     private func armCancelPoll() {
-        let interval = Duration(clampingSeconds: max(0.01, storage.leaseSeconds / 3))
+        let interval = storage.backstop
         let token = DispatchScheduler.shared.schedule(after: interval) { [weak self] in
             guard let self else { return }
             pollCancels()

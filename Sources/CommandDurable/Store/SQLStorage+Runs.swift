@@ -166,11 +166,18 @@ extension SQLStorage {
         thread.submit(
             write: false,
             { connection in
-                try runs.filter { id in
-                    try connection.query("SELECT cancel_requested FROM runs WHERE id = ?", [.text(id)]).first?.first?
-                        .int
-                        == 1
+                // In statements of up to 500 ids (one round trip each on a server).
+                var cancelled: [String] = []
+                for chunk in stride(from: 0, to: runs.count, by: 500) {
+                    let ids = runs[chunk..<min(chunk + 500, runs.count)]
+                    cancelled += try connection.query(
+                        """
+                        SELECT id FROM runs WHERE cancel_requested = 1
+                            AND id IN (\(ids.map { _ in "?" }.joined(separator: ", ")))
+                        """, ids.map { .text($0) }
+                    ).compactMap { $0[0].string }
                 }
+                return cancelled
             }, completion: { result in completion((try? result.get()) ?? []) })
     }
 
