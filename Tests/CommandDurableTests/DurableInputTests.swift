@@ -277,3 +277,46 @@ import Testing
         #expect(record.state == .completed && record.steps.allSatisfy { $0.state == .completed })
     }
 }
+
+/// `runs(_:)`: filters that combine, pages, and the recorded values.
+@Suite struct DurableRecordsTests {
+    @Test(arguments: StoreKind.allCases) func filtersCombine_pagesFollowEachOther_andRecordsCarryValues(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let store = try await place.open()
+        defer { store.close() }
+        try store.register(Sum.self)
+        try store.register(DurableInputTests.Ids.self)
+        for index in 0..<5 {
+            #expect(
+                try await store.start(Sum.self, id: "sum-\(index)", input: .init(tag: "\(kind)-records")).value == 5)
+        }
+        #expect(try await store.start(DurableInputTests.Ids.self, id: "ids-0", input: "only").value == 1)
+        let failed = try await store.enqueue(Sum.self, id: "sum-queued", input: .init(tag: "\(kind)-queued"))
+        try await store.cancel(runID: failed.id)
+
+        let sums = try await store.runs(.init(workflow: "sum", states: [.completed]))
+        #expect(sums.map(\.id) == (0..<5).map { "sum-\($0)" })
+        let first = try await store.runs(.init(workflow: "sum", states: [.completed], limit: 2))
+        let second = try await store.runs(.init(workflow: "sum", states: [.completed], limit: 2, after: first.last?.id))
+        let third = try await store.runs(.init(workflow: "sum", states: [.completed], limit: 2, after: second.last?.id))
+        #expect((first + second + third).map(\.id) == sums.map(\.id))
+        #expect(third.count == 1)
+        let now = Date()
+        #expect(
+            try await store.runs(
+                .init(states: [.cancelled], ended: now.addingTimeInterval(-60)..<now.addingTimeInterval(60))
+            ).map(\.id) == ["sum-queued"])
+        #expect(try await store.runs(.init(created: now.addingTimeInterval(60)..<now.addingTimeInterval(120))).isEmpty)
+        #expect(try await store.runs(.init(workflow: "ids", states: [.failed])).isEmpty)
+
+        let record = try #require(sums.first)
+        let input = try JSONDecoder().decode(Sum.Input.self, from: try #require(record.input))
+        #expect(input.tag == "\(kind)-records")
+        #expect(try JSONDecoder().decode(Int.self, from: try #require(record.output)) == 5)
+        #expect(try record.steps.map { try JSONDecoder().decode(Int.self, from: try #require($0.value)) } == [2, 3, 5])
+        #expect(try await store.runs(.init(states: [.cancelled])).first?.output == nil)
+    }
+}

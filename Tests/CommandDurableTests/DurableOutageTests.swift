@@ -95,18 +95,16 @@ import Testing
         defer { store.close() }
         try store.register(Ids.self)
         try await server.halt()
+        let clock = ContinuousClock()
         let beating = Locked(true)
-        let heartbeat = Task { () -> Duration in
-            let clock = ContinuousClock()
-            var worst = Duration.zero
-            var last = clock.now
+        // Each tick's time (the heartbeat's own record: read once it stopped).
+        let heartbeat = Task { () -> [ContinuousClock.Instant] in
+            var ticks: [ContinuousClock.Instant] = [clock.now]
             while beating.withLock({ $0 }) {
                 try? await Task.sleep(for: .milliseconds(10))
-                let now = clock.now
-                worst = max(worst, now - last - .milliseconds(10))
-                last = now
+                ticks.append(clock.now)
             }
-            return worst
+            return ticks
         }
         let started = Locked(0)
         let starts = Task {
@@ -120,18 +118,31 @@ import Testing
                 try await group.waitForAll()
             }
         }
+        let outageBegan = clock.now
         try await Task.sleep(for: .seconds(2))  // the outage itself
+        let outageEnded = clock.now
         #expect(started.withLock { $0 } == 0)
         try await server.startAgain()
         try await starts.value
         beating.withLock { $0 = false }
-        let worst = await heartbeat.value
-        // A pool thread held by an await would stop the heartbeat for the whole outage (2 s and more).
-        // Alone, the worst tick here is 42-59 ms late (3 runs: the 1,000 runs launched when the server is
-        // back are work on the pool); beside the rest of the suite on 2 cores, time
-        // slicing made one 134 ms late: the bound is 500 ms, a quarter of the outage.
-        print("heartbeat: worst tick \(worst) late during the outage")
-        #expect(worst <= .milliseconds(500), "a heartbeat tick was \(worst) late")
+        let ticks = await heartbeat.value
+        func lateness(_ window: ClosedRange<ContinuousClock.Instant>) -> (ticks: Int, worst: Duration) {
+            let inside = ticks.filter { window.contains($0) }
+            let worst = zip(inside, inside.dropFirst()).map { $1 - $0 - .milliseconds(10) }.max() ?? .seconds(2)
+            return (inside.count, worst)
+        }
+        let outage = lateness(outageBegan...outageEnded)
+        let whole = lateness(outageBegan...clock.now)
+        print(
+            "heartbeat: \(outage.ticks) ticks in the 2 s outage, worst \(outage.worst) late; "
+                + "worst \(whole.worst) late until the 1,000 starts returned")
+        // 1,000 awaits that each held a pool thread would stop the heartbeat for the whole outage (no tick
+        // at all). Alone: 196 ticks in the outage, the worst 6 ms late, and 42-76 ms late at worst until the
+        // starts returned (the 1,000 runs launched then are work on the pool), under the 100 ms;
+        // beside the 447 other tests of the suite on 2 cores, time slicing made ticks 134-511 ms late: the
+        // assertions are what tells a held pool from a busy machine.
+        #expect(outage.ticks >= 20, "the heartbeat stopped during the outage: \(outage.ticks) ticks")
+        #expect(outage.worst <= .seconds(1), "a heartbeat tick was \(outage.worst) late during the outage")
         #expect(started.withLock { $0 } == 1_000)
         #expect(try await store.runs().count == 1_000)
     }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a run, or a step, is.
-public enum DurableRunState: String, Sendable, Equatable, Codable {
+public enum DurableRunState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Recorded, nothing run yet.
     case pending
     /// Running (or waiting to be resumed after its process died).
@@ -30,6 +30,23 @@ public struct DurableStepRecord: Sendable, Equatable {
     /// The store that claimed it last, as `host/pid/id` (kept once it ended: who did it); nil before a
     /// claim and once cancelled.
     public let owner: String?
+    /// Its recorded value, encoded (JSON), once completed; nil for a step without a value.
+    public let value: Data?
+
+    public init(
+        id: String, state: DurableRunState, attempts: Int, lastError: String?, started: Date?, ended: Date?,
+        nextAttempt: Date?, owner: String?, value: Data? = nil
+    ) {
+        self.id = id
+        self.state = state
+        self.attempts = attempts
+        self.lastError = lastError
+        self.started = started
+        self.ended = ended
+        self.nextAttempt = nextAttempt
+        self.owner = owner
+        self.value = value
+    }
 }
 
 /// A run as the store recorded it.
@@ -43,15 +60,69 @@ public struct DurableRunRecord: Sendable, Equatable {
     public let steps: [DurableStepRecord]
     /// Why the run failed, if it did.
     public let error: String?
+    /// Its input, encoded (JSON) as `start` or `enqueue` recorded it.
+    public let input: Data?
+    /// Its value, encoded (JSON): the final step's, once the run completed.
+    public let output: Data?
+
+    public init(
+        id: String, workflow: String, state: DurableRunState, created: Date, updated: Date,
+        steps: [DurableStepRecord], error: String?, input: Data? = nil, output: Data? = nil
+    ) {
+        self.id = id
+        self.workflow = workflow
+        self.state = state
+        self.created = created
+        self.updated = updated
+        self.steps = steps
+        self.error = error
+        self.input = input
+        self.output = output
+    }
 }
 
-/// Which runs ``DurableStore/runs(_:)`` lists.
-public enum DurableRunFilter: Sendable, Equatable {
-    case all
+/// Which runs ``DurableStore/runs(_:)`` lists: every condition given holds (they combine), in the order
+/// the runs were created (then by id), a page at a time.
+///
+/// ```swift
+/// let page = try await store.runs(.init(workflow: "upload-photo", states: [.failed], limit: 50))
+/// let next = try await store.runs(.init(workflow: "upload-photo", states: [.failed], limit: 50,
+///                                       after: page.last?.id))
+/// ```
+public struct DurableRunFilter: Sendable, Equatable {
+    /// Runs of this workflow only.
+    public var workflow: String?
+    /// Runs in one of these states only.
+    public var states: Set<DurableRunState>?
+    /// Runs created in this range (`created >= lowerBound && created < upperBound`).
+    public var created: Range<Date>?
+    /// Runs that ended in this range (ended runs only).
+    public var ended: Range<Date>?
+    /// At most this many runs (a page).
+    public var limit: Int?
+    /// The runs after this run id, in the listing's order (the next page: the last id of the page before).
+    public var after: String?
+
+    public init(
+        workflow: String? = nil, states: Set<DurableRunState>? = nil, created: Range<Date>? = nil,
+        ended: Range<Date>? = nil, limit: Int? = nil, after: String? = nil
+    ) {
+        self.workflow = workflow
+        self.states = states
+        self.created = created
+        self.ended = ended
+        self.limit = limit
+        self.after = after
+    }
+
+    /// Every run.
+    public static let all = DurableRunFilter()
     /// Runs not ended (pending or running).
-    case unfinished
-    case state(DurableRunState)
-    case workflow(String)
+    public static let unfinished = DurableRunFilter(states: [.pending, .running])
+    /// Runs in `state`.
+    public static func state(_ state: DurableRunState) -> DurableRunFilter { DurableRunFilter(states: [state]) }
+    /// Runs of the workflow named `name`.
+    public static func workflow(_ name: String) -> DurableRunFilter { DurableRunFilter(workflow: name) }
 }
 
 /// What ``DurableStore/resumeUnfinished()`` did.

@@ -204,27 +204,52 @@ extension SQLStorage {
     }
 
     func records(_ filter: DurableRunFilter) async throws -> [DurableRunRecord] {
-        try await wrap {
+        var conditions: [String] = []
+        var bindings: [SQLValue] = []
+        if let workflow = filter.workflow {
+            conditions.append("workflow = ?")
+            bindings.append(.text(workflow))
+        }
+        if let states = filter.states {
+            let sorted = states.map(\.rawValue).sorted()
+            conditions.append("state IN (\(sorted.isEmpty ? "NULL" : sorted.map { _ in "?" }.joined(separator: ", ")))")
+            bindings += sorted.map { .text($0) }
+        }
+        if let created = filter.created {
+            conditions.append("created >= ? AND created < ?")
+            bindings += [.real(created.lowerBound.timeIntervalSince1970), .real(created.upperBound.timeIntervalSince1970)]
+        }
+        if let ended = filter.ended {
+            conditions.append("state IN ('completed', 'failed', 'cancelled') AND updated >= ? AND updated < ?")
+            bindings += [.real(ended.lowerBound.timeIntervalSince1970), .real(ended.upperBound.timeIntervalSince1970)]
+        }
+        if let after = filter.after {
+            conditions.append(
+                """
+                (created > (SELECT created FROM runs WHERE id = ?)
+                    OR (created = (SELECT created FROM runs WHERE id = ?) AND id > ?))
+                """)
+            bindings += [.text(after), .text(after), .text(after)]
+        }
+        let condition = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let limit = filter.limit.map { " LIMIT \(max(0, $0))" } ?? ""
+        let query = """
+            SELECT id, workflow, state, created, updated, error, input, final_step FROM runs \(condition)
+            ORDER BY created, id\(limit)
+            """
+        return try await wrap {
             try await thread.perform(write: false) { connection in
-                let (condition, bindings): (String, [SQLValue]) =
-                    switch filter {
-                    case .all: ("", [])
-                    case .unfinished: ("WHERE state IN ('pending', 'running')", [])
-                    case .state(let state): ("WHERE state = ?", [.text(state.rawValue)])
-                    case .workflow(let name): ("WHERE workflow = ?", [.text(name)])
-                    }
-                return try connection.query(
-                    "SELECT id, workflow, state, created, updated, error FROM runs \(condition) ORDER BY created, id",
-                    bindings
-                ).map { row in
+                try connection.query(query, bindings).map { row in
                     let id = row[0].string ?? ""
+                    let state = DurableRunState(rawValue: row[2].string ?? "") ?? .running
+                    var output: Data?
                     let steps = try connection.query(
                         """
-                        SELECT step_id, state, attempt, error, error_type, started, ended, next_attempt_at, owner FROM steps
-                        WHERE run_id = ? ORDER BY position
+                        SELECT step_id, state, attempt, error, error_type, started, ended, next_attempt_at, owner, value
+                        FROM steps WHERE run_id = ? ORDER BY position
                         """, [.text(id)]
                     ).map { step in
-                        DurableStepRecord(
+                        let record = DurableStepRecord(
                             id: step[0].string ?? "",
                             state: DurableRunState(rawValue: step[1].string ?? "") ?? .pending,
                             attempts: Int(step[2].int ?? 0),
@@ -234,13 +259,15 @@ extension SQLStorage {
                             started: step[5].double.map(Date.init(timeIntervalSince1970:)),
                             ended: step[6].double.map(Date.init(timeIntervalSince1970:)),
                             nextAttempt: step[7].double.map(Date.init(timeIntervalSince1970:)),
-                            owner: step[8].string)
+                            owner: step[8].string, value: step[9].data)
+                        if state == .completed, record.id == row[7].string { output = record.value }
+                        return record
                     }
                     return DurableRunRecord(
-                        id: id, workflow: row[1].string ?? "",
-                        state: DurableRunState(rawValue: row[2].string ?? "") ?? .running,
+                        id: id, workflow: row[1].string ?? "", state: state,
                         created: Date(timeIntervalSince1970: row[3].double ?? 0),
-                        updated: Date(timeIntervalSince1970: row[4].double ?? 0), steps: steps, error: row[5].string)
+                        updated: Date(timeIntervalSince1970: row[4].double ?? 0), steps: steps, error: row[5].string,
+                        input: row[6].data, output: output)
                 }
             }
         }
