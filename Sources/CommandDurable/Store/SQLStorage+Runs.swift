@@ -217,7 +217,9 @@ extension SQLStorage {
         }
         if let created = filter.created {
             conditions.append("created >= ? AND created < ?")
-            bindings += [.real(created.lowerBound.timeIntervalSince1970), .real(created.upperBound.timeIntervalSince1970)]
+            bindings += [
+                .real(created.lowerBound.timeIntervalSince1970), .real(created.upperBound.timeIntervalSince1970),
+            ]
         }
         if let ended = filter.ended {
             conditions.append("state IN ('completed', 'failed', 'cancelled') AND updated >= ? AND updated < ?")
