@@ -108,6 +108,54 @@ import Testing
         #expect(record.error?.isEmpty == false)
     }
 
+    /// "first" recorded a number; V2's "first" makes a String: its recorded value no longer decodes.
+    struct ValueChanged: DurableWorkflow {
+        static let name = "value-changed"
+        static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+            let first = flow.step("first") { _ in Command.just(1) }
+            return flow.step("second", after: first) { _, _ in
+                Command<Int> { result in
+                    Probe.held.withLock { $0["\(input)/second"] = result }
+                    return nil
+                }
+            }
+        }
+    }
+
+    struct ValueChangedV2: DurableWorkflow {
+        static let name = "value-changed"
+        static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+            let first = flow.step("first") { _ in Command.just("one") }
+            return flow.step("second", after: first) { _, _ in Probe.value("\(input)/second-v2", 2) }
+        }
+    }
+
+    /// A run whose recorded value no longer decodes is not reported resumed: it fails at resume, with
+    /// `decoding` naming the step, recorded; nothing runs.
+    @Test(arguments: StoreKind.allCases) func aRecordedValueThatNoLongerDecodes_failsTheRunAtResume(kind: StoreKind)
+        async throws
+    {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let tag = "\(kind)-value-changed"
+        let first = try await place.open(lease: .milliseconds(100))
+        try first.register(ValueChanged.self)
+        _ = try await first.start(ValueChanged.self, id: "v", input: tag)
+        #expect(await eventually { Probe.held.withLock { $0["\(tag)/second"] } != nil })
+        first.close()
+
+        let second = try await place.open()
+        try second.register(ValueChangedV2.self)
+        let report = try await second.resumeUnfinished()
+        #expect(report.resumed.isEmpty)
+        #expect(report.notResumed.map(\.run) == ["v"])
+        #expect(report.notResumed.first?.reason.contains("step 'first'") == true, "\(report.notResumed)")
+        let record = try #require(try await second.runs().first)
+        #expect(record.state == .failed)
+        #expect(Probe.counter.count("\(tag)/second-v2") == 0)
+        Probe.held.withLock { $0.removeValue(forKey: "\(tag)/second") }?.succeed(0)
+    }
+
     @Test(arguments: StoreKind.allCases) func aRunOfAWorkflowNotRegisteredHere_isLeftAsItIs(kind: StoreKind)
         async throws
     {

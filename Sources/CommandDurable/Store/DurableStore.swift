@@ -282,11 +282,18 @@ public final class DurableStore: Sendable {
                 continue
             }
             do {
-                try workflow.resume(stored, self)
+                let plan = try await workflow.resumable(stored, storage: storage)
+                workflow.launch(stored, plan, self)
                 CommandLogging.log(.info, command: "\(stored.workflow)/\(stored.id)", "resumed")
                 resumed.append(stored.id)
             } catch {
-                let failure = RecordedFailure(error, step: "")
+                let step: String
+                switch error as? DurableError {
+                case .decoding(_, let failed?, _)?: step = failed
+                case .workflowChanged(_, let changed)?: step = changed
+                default: step = ""
+                }
+                let failure = RecordedFailure(error, step: step)
                 try await storage.finishRun(run: stored.id, state: .failed, error: failure)
                 notResumed.append((stored.id, String(describing: error)))
             }
@@ -404,7 +411,8 @@ extension DurableRun: ActiveRun {
 
 /// A registered workflow, whatever its types: resumes a recorded run, or plans one for a worker.
 struct RegisteredWorkflow: Sendable {
-    let resume: @Sendable (StoredRun, DurableStore) throws -> Void
+    /// Runs a recorded run here (its plan checked and its recorded values decoded).
+    let launch: @Sendable (StoredRun, RunPlan, DurableStore) -> Void
     /// The run's steps and the final one's place, from its recorded input.
     let plan: @Sendable (StoredRun) throws -> RunPlan
 
@@ -418,19 +426,31 @@ struct RegisteredWorkflow: Sendable {
             }
             return try DurableStore.plan(W.self, input: input)
         }
-        resume = { stored, store in
-            let input: W.Input
-            do {
-                input = try JSONDecoder().decode(W.Input.self, from: stored.input)
-            } catch {
-                throw DurableError.decoding(run: stored.id, step: nil, underlying: String(describing: error))
-            }
-            let plan = try DurableStore.plan(W.self, input: input)
-            let made = Set(plan.steps.map(\.id))
-            if let changed = stored.steps.first(where: { !made.contains($0) }) {
-                throw DurableError.workflowChanged(run: stored.id, step: changed)
-            }
+        launch = { stored, plan, store in
             _ = store.launch(DurableRun<W.Output>.self, id: stored.id, workflow: W.name, plan: plan)
         }
+    }
+
+    /// The plan of a run to resume: its input decodes, `build` still makes every recorded step, and every
+    /// recorded value still decodes (else the error the run fails with, before anything runs).
+    func resumable(_ stored: StoredRun, storage: any DurableStorage) async throws -> RunPlan {
+        let plan = try plan(stored)
+        let made = Set(plan.steps.map(\.id))
+        if let changed = stored.steps.first(where: { !made.contains($0) }) {
+            throw DurableError.workflowChanged(run: stored.id, step: changed)
+        }
+        let values = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<[Int: Data?], any Error>) in
+            storage.stepValues(run: stored.id, positions: Array(plan.steps.indices)) { continuation.resume(with: $0) }
+        }
+        for (position, data) in values.sorted(by: { $0.key < $1.key }) where position < plan.steps.count {
+            do {
+                _ = try plan.steps[position].codec.decode(data)
+            } catch {
+                throw DurableError.decoding(
+                    run: stored.id, step: plan.steps[position].id, underlying: String(describing: error))
+            }
+        }
+        return plan
     }
 }

@@ -57,14 +57,14 @@ extension SQLStorage {
         thread.submit(
             write: false,
             { connection -> [Int: Data?] in
+                // One statement: the run's completed steps, kept where asked for.
+                let wanted = Set(positions)
                 var values: [Int: Data?] = [:]
-                for position in positions {
-                    let row = try connection.query(
-                        "SELECT value, state FROM steps WHERE run_id = ? AND position = ?",
-                        [.text(run), .integer(Int64(position))]
-                    ).first
-                    guard let row, row[1].string == "completed" else { continue }
-                    values[position] = row[0].data
+                for row in try connection.query(
+                    "SELECT position, value FROM steps WHERE run_id = ? AND state = 'completed'", [.text(run)])
+                {
+                    guard let position = row[0].int.map(Int.init), wanted.contains(position) else { continue }
+                    values[position] = row[1].data
                 }
                 return values
             }, completion: completion)
