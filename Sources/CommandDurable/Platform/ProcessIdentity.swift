@@ -14,8 +14,14 @@ enum ProcessIdentity {
     /// This process's id.
     static var pid: Int32 { getpid() }
 
-    /// This host's name.
-    static let host: String = ProcessInfo.processInfo.hostName
+    /// This host's name, from `gethostname` (`ProcessInfo.hostName` may look the name up in DNS, which
+    /// can take seconds without a network).
+    static let host: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "localhost" : name
+    }()
 
     /// When process `pid` started, as a number that is the same for every read of one process and
     /// differs for a later process given the same pid; nil if there is no such process (or the

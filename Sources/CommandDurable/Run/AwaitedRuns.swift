@@ -8,14 +8,14 @@ import Foundation
 /// A run's `ended` is called once, on a global queue (the store's read's completion), with the run as
 /// recorded; or, if the store failed to read, with the error. `forget` drops a run (its cancel).
 final class AwaitedRuns: Sendable {
-    private let storage: any DurableStorage
+    private let storage: SQLStorage
     private let poller: Poller
     // Guards the runs awaited, by id, and the feed's subscription (made with the first run).
     private let state = Locked<
         (waiting: [String: @Sendable (Result<StoredRun, any Error>) -> Void], subscription: (any Cancelable)?)
     >(([:], nil))
 
-    init(storage: any DurableStorage) {
+    init(storage: SQLStorage) {
         self.storage = storage
         poller = Poller(backstop: storage.backstop)
     }

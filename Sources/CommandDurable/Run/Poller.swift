@@ -2,8 +2,10 @@ import CommandCore
 import Foundation
 
 /// Looks at the store at once when poked, one look at a time (a poke during a look makes one more look after
-/// it), and every `backstop` when nothing pokes it, until stopped: how a worker finds ready steps and an
-/// enqueued run finds its end. The store's change notifications poke it; the backstop covers what no
+/// it), and every `backstop` when nothing pokes it, until stopped: the store's one timer. A worker finds
+/// ready steps with it, the enqueued runs their ends, a store the cancels other processes recorded, and
+/// the store renews its leases (a look that ends once the renewal committed: an outage delays the next
+/// renewal instead of piling renewals up). The store's change notifications poke it; the backstop covers what no
 /// notification announces (a lease that expired) and a notification lost with a connection.
 ///
 /// The look runs on whatever thread pokes it (a notification's global queue, a timer's, a step's end);

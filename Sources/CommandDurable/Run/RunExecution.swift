@@ -4,7 +4,7 @@ import Foundation
 /// What the steps of one run share while it runs in this process: the store, the run's ids, the values
 /// of its completed steps, and its first failure.
 final class RunExecution: Sendable {
-    let storage: any DurableStorage
+    let storage: SQLStorage
     let runID: String
     let workflow: String
     let values = StepValues()
@@ -26,7 +26,7 @@ final class RunExecution: Sendable {
     let claimsAhead: Bool
 
     init(
-        storage: any DurableStorage, runID: String, workflow: String, steps: [StepDefinition],
+        storage: SQLStorage, runID: String, workflow: String, steps: [StepDefinition],
         claimsAhead: Bool = true
     ) {
         self.storage = storage
@@ -89,199 +89,5 @@ final class RunExecution: Sendable {
 
     func log(_ level: CommandLogLevel, _ step: String, _ message: @autoclosure () -> String) {
         CommandLogging.log(level, command: "\(workflow)/\(runID)/\(step)", message())
-    }
-}
-
-/// The command of one step of a run: it claims the step in the store, runs the user's command (or takes
-/// the recorded value without running anything), and completes only once the store committed the
-/// step's value, so no step after it starts before that (the engine's own dependency rule).
-///
-/// The store's answers arrive on the store's own thread, where only the engine's hand-over runs (a
-/// recorded value, a completion); the user's command is made on a global Dispatch queue and executed
-/// on its own queue. Cancel (the run's) cancels the user's command and any wait.
-final class StepCommand: Command<Void>, @unchecked Sendable {
-    // `@unchecked Sendable`: `definition` and `execution` are immutable; `attemptState` is guarded by
-    // its lock.
-    let definition: StepDefinition
-    private let execution: RunExecution
-    private let attemptState = Locked<(command: Operation?, timer: (any Cancelable)?, stopped: Bool)>(
-        (nil, nil, false))
-
-    init(_ definition: StepDefinition, execution: RunExecution) {
-        self.definition = definition
-        self.execution = execution
-        super.init()
-        name = "\(execution.workflow)/\(execution.runID)/\(definition.id)"
-    }
-
-    /// The run this step belongs to.
-    var runID: String { execution.runID }
-
-    override func run(_ result: CommandResult<Void>) -> (any Cancelable)? {
-        claim(result)
-        return BlockCancelable { [self] in stop() }
-    }
-
-    private var stopped: Bool { attemptState.withLock { $0.stopped } }
-
-    private func stop() {
-        let (command, timer) = attemptState.withLock { state -> (Operation?, (any Cancelable)?) in
-            state.stopped = true
-            defer {
-                state.command = nil
-                state.timer = nil
-            }
-            return (state.command, state.timer)
-        }
-        timer?.cancel()
-        command?.cancel()
-    }
-
-    private func claim(_ result: CommandResult<Void>) {
-        if stopped { return }
-        // Claimed with the completion of the step before it: run it here, on its own queue.
-        if let ahead = execution.takeClaimAhead(definition.index) {
-            return runAttempt(result, attempt: ahead.attempt, failures: ahead.failures)
-        }
-        execution.storage.claim(run: execution.runID, step: definition.id, position: definition.index) {
-            [self] answer in
-            switch answer {
-            case .failure(let error):
-                fail(result, Self.storageError(error))
-            case .success(.recorded(let data)):
-                do {
-                    execution.values.set(try definition.codec.decode(data), at: definition.index)
-                    _ = execution.readyAfter(definition.index)  // claimed by themselves, not ahead
-                    execution.log(.debug, definition.id, "recorded completed: not run again")
-                    result.succeed()
-                } catch {
-                    fail(
-                        result,
-                        DurableError.decoding(
-                            run: execution.runID, step: definition.id, underlying: String(describing: error)))
-                }
-            case .success(.claimed(let attempt, let failures, let tookOver)):
-                if tookOver {
-                    execution.log(
-                        .notice, definition.id, "taken over (its owner's lease expired or its process is gone)")
-                }
-                // Off the store's thread: making the step's command is the user's code.
-                DispatchQueue.global().async { [self] in runAttempt(result, attempt: attempt, failures: failures) }
-            case .success(.notBefore(let date)):
-                wait(until: date, result)
-            case .success(.held(let until)):
-                // Another live owner runs it: ask again (its record, or its death, decides).
-                let poll = Date().addingTimeInterval(min(max(execution.storage.leaseSeconds / 3, 0.01), 1))
-                wait(until: min(until.addingTimeInterval(0.001), poll), result)
-            case .success(.failed(let message)):
-                fail(result, DurableError.stepFailed(step: definition.id, message: message))
-            case .success(.runCancelled):
-                execution.markCancelled()
-                cancel()
-            }
-        }
-    }
-
-    private func wait(until date: Date, _ result: CommandResult<Void>) {
-        let delay = Duration(clampingSeconds: date.timeIntervalSinceNow)
-        let token = DispatchScheduler.shared.schedule(after: delay) { [self] in claim(result) }
-        let stale = attemptState.withLock { state -> Bool in
-            if state.stopped { return true }
-            state.timer = token
-            return false
-        }
-        if stale { token.cancel() }
-    }
-
-    private func runAttempt(_ result: CommandResult<Void>, attempt: Int, failures: Int) {
-        let step = definition.make(execution.context(step: definition.id, attempt: attempt), execution.values)
-        let stale = attemptState.withLock { state -> Bool in
-            if state.stopped { return true }
-            state.command = step.command
-            return false
-        }
-        if stale { return step.command.cancel() }
-        if attempt > 1 { execution.log(.notice, definition.id, "attempt \(attempt)") }
-        step.start { [self] end in
-            attemptState.withLock { $0.command = nil }
-            ended(end, result, attempt: attempt, failures: failures)
-        }
-    }
-
-    private func ended(_ end: StepEnd, _ result: CommandResult<Void>, attempt: Int, failures: Int) {
-        switch end {
-        case .completed(let value):
-            let encoded: Data?
-            do {
-                guard let value else {
-                    throw DurableError.stepFailed(step: definition.id, message: "its command completed without a value")
-                }
-                encoded = try definition.codec.encode(value)
-            } catch {
-                return recordFailure(error, result, attempt: attempt, failures: failures, final: true)
-            }
-            let next = execution.claimsAhead ? execution.readyAfter(definition.index) : []
-            execution.storage.complete(
-                run: execution.runID, step: definition.id, attempt: attempt, value: encoded, claiming: next
-            ) { [self] answer in
-                switch answer {
-                case .success(let completion) where completion.recorded:
-                    execution.values.set(value!, at: definition.index)
-                    execution.claimedAhead(completion.claimed)
-                    result.succeed()
-                case .success:
-                    // Refused: this claim no longer holds the step (another process took it over after
-                    // the lease expired, or the run was cancelled). Its record decides.
-                    execution.log(.warning, definition.id, "completion refused: the step is no longer this process's")
-                    claim(result)
-                case .failure(let error):
-                    fail(result, Self.storageError(error))
-                }
-            }
-        case .failed(let error):
-            recordFailure(error, result, attempt: attempt, failures: failures, final: false)
-        case .cancelled(let error):
-            if stopped || execution.isCancelled { return }
-            recordFailure(error, result, attempt: attempt, failures: failures, final: false)
-        }
-    }
-
-    private func recordFailure(
-        _ error: any Error, _ result: CommandResult<Void>, attempt: Int, failures: Int, final: Bool
-    ) {
-        let failures = failures + 1
-        let retries = !final && failures < definition.retry.allowedFailures
-        let retryAt =
-            retries ? Date().addingTimeInterval(definition.retry.delay(afterFailure: failures).inSeconds) : nil
-        let message = String(describing: error)
-        execution.storage.fail(
-            run: execution.runID, step: definition.id, attempt: attempt, error: message,
-            errorType: String(reflecting: type(of: error)), retryAt: retryAt
-        ) { [self] answer in
-            switch answer {
-            case .success(true):
-                if let retryAt {
-                    execution.log(.notice, definition.id, "failed (\(message)); retrying at attempt \(attempt + 1)")
-                    wait(until: retryAt, result)
-                } else {
-                    execution.markFailureRecorded()
-                    fail(result, error)
-                }
-            case .success(false):
-                claim(result)
-            case .failure(let storageError):
-                fail(result, Self.storageError(storageError))
-            }
-        }
-    }
-
-    private func fail(_ result: CommandResult<Void>, _ error: any Error) {
-        execution.noteFailure(step: definition.id, error)
-        result.fail(error)
-    }
-
-    static func storageError(_ error: any Error) -> any Error {
-        if error is DurableError { return error }
-        return DurableError.storage(message: String(describing: error))
     }
 }

@@ -4,11 +4,11 @@ import Foundation
 package enum DurableMeasurements {
     /// Runs `sql` on the store's own connection (tests: `PRAGMA max_page_count` for a full disk).
     package static func execute(_ sql: String, on store: DurableStore) async throws {
-        try await (store.storage as? SQLStorage)?.execute(sql)
+        try await store.storage.execute(sql)
     }
 
     /// The store's thread (the tests' hooks).
-    package static func thread(of store: DurableStore) -> StoreThread? { (store.storage as? SQLStorage)?.thread }
+    package static func thread(of store: DurableStore) -> StoreThread? { store.storage.thread }
 
     /// Commits the store's thread made so far.
     package static func commits(of store: DurableStore) -> Int { store.storage.commits }

@@ -34,14 +34,16 @@ import Foundation
 /// **Closing.** ``close()`` (or the store's release) stops its thread once the requests waiting are
 /// done; runs still running here stop being recorded, and resume later.
 public final class DurableStore: Sendable {
-    let storage: any DurableStorage
+    let storage: SQLStorage
     /// The enqueued runs waiting for a worker to record their end.
     let awaited: AwaitedRuns
     // Guards the workflows registered and the runs running in this process, by id.
     private let state = Locked<(workflows: [String: RegisteredWorkflow], active: [String: any ActiveRun])>(
         ([:], [:]))
     // Guards the next poll for cancels recorded by other processes (nil once closed).
-    private let cancelPoll = Locked<(token: (any Cancelable)?, open: Bool)>((nil, true))
+    private let cancelPoll: Poller
+    // Guards whether the store is open.
+    private let open = Locked(true)
     // Guards the store's one subscription to its change feed (cancels routed to the runs running here).
     private let subscription = Locked<(any Cancelable)?>(nil)
 
@@ -62,7 +64,7 @@ public final class DurableStore: Sendable {
     {
         try Self.checkPath(path)
         try self.init(
-            storage: SQLStorage(path: path, durability: durability, leaseSeconds: max(0.03, lease.inSeconds)))
+            sql: SQLStorage(path: path, durability: durability, leaseSeconds: max(0.03, lease.inSeconds)))
     }
 
     /// Opens the store at `url` (a file URL), creating it if missing; see ``init(path:durability:lease:)``.
@@ -110,9 +112,15 @@ public final class DurableStore: Sendable {
         try DurableStore(path: ":memory:", durability: .normal, lease: lease)
     }
 
-    init(storage: any DurableStorage) {
+    /// A store on `storage` (this module's SQLite file, or another module's database:
+    /// `CommandDurablePostgres`).
+    package init(sql storage: SQLStorage) {
         self.storage = storage
         awaited = AwaitedRuns(storage: storage)
+        // At the backstop's pace (50 ms on SQLite, whose other processes' cancels are not announced; a
+        // third of the lease, up to 1 s, on a server's store): the runs running here whose cancel another
+        // process recorded. A look with no run running here reads nothing.
+        cancelPoll = Poller(backstop: storage.backstop)
         // A cancel recorded by any process the store hears of (this one's at once; on a server's store,
         // every process's through its notifications) reaches the run running here at once; the poll
         // covers what no notification announces.
@@ -121,12 +129,10 @@ public final class DurableStore: Sendable {
             state.withLock { $0.active[run] }?.cancelHere()
         }
         subscription.withLock { $0 = token }
-        armCancelPoll()
-    }
-
-    /// A store on `storage` (another module's database: `CommandDurablePostgres`).
-    package convenience init(sql storage: SQLStorage) {
-        self.init(storage: storage as any DurableStorage)
+        cancelPoll.start { [weak self] done in
+            guard let self else { return done() }
+            pollCancels(done)
+        }
     }
 
     deinit { close() }
@@ -137,29 +143,9 @@ public final class DurableStore: Sendable {
             defer { token = nil }
             return token
         }?.cancel()
-        cancelPoll.withLock { poll -> (any Cancelable)? in
-            poll.open = false
-            defer { poll.token = nil }
-            return poll.token
-        }?.cancel()
+        open.withLock { $0 = false }
+        cancelPoll.stop()
         storage.close()
-    }
-
-    /// At the backstop's pace (50 ms on SQLite, whose other processes' cancels are not announced; a third
-    /// of the lease, up to 1 s, on a server's store): the runs running here whose cancel another process
-    /// recorded. A look with no run running here reads nothing.
-    private func armCancelPoll() {
-        let interval = storage.backstop
-        let token = DispatchScheduler.shared.schedule(after: interval) { [weak self] in
-            guard let self else { return }
-            pollCancels()
-            armCancelPoll()
-        }
-        let open = cancelPoll.withLock { poll -> Bool in
-            if poll.open { poll.token = token }
-            return poll.open
-        }
-        if !open { token.cancel() }
     }
 
     /// Registers `workflow` (its runs can be started and resumed here). Throws
@@ -327,7 +313,7 @@ public final class DurableStore: Sendable {
     ///
     /// - Throws: ``DurableError/storage(message:)`` once the store was closed.
     public func work(concurrency: Int = 4) throws -> DurableWorker {
-        guard cancelPoll.withLock({ $0.open }) else {
+        guard open.withLock({ $0 }) else {
             throw DurableError.storage(message: "the store was closed: open it again to work its runs")
         }
         return DurableWorker(store: self, concurrency: max(1, concurrency))
@@ -382,14 +368,14 @@ public final class DurableStore: Sendable {
     }
 
     /// Cancels the runs running here whose cancel another process recorded.
-    private func pollCancels() {
+    private func pollCancels(_ done: @escaping @Sendable () -> Void) {
         let ids = state.withLock { Array($0.active.keys) }
         storage.cancelRequested(among: ids) { [weak self] cancelled in
+            defer { done() }
             guard let self else { return }
             for id in cancelled { state.withLock { $0.active[id] }?.cancelHere() }
         }
-    }
-}
+    }}
 
 /// A workflow's steps for one input, as `build` made them, and the final step's place among them.
 struct RunPlan: Sendable {
@@ -433,7 +419,7 @@ struct RegisteredWorkflow: Sendable {
 
     /// The plan of a run to resume: its input decodes, `build` still makes every recorded step, and every
     /// recorded value still decodes (else the error the run fails with, before anything runs).
-    func resumable(_ stored: StoredRun, storage: any DurableStorage) async throws -> RunPlan {
+    func resumable(_ stored: StoredRun, storage: SQLStorage) async throws -> RunPlan {
         let plan = try plan(stored)
         let made = Set(plan.steps.map(\.id))
         if let changed = stored.steps.first(where: { !made.contains($0) }) {

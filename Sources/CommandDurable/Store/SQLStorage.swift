@@ -1,7 +1,7 @@
 import CommandCore
 import Foundation
 
-/// The implementation of ``DurableStorage`` on SQL: the same statements on SQLite (an embedded file)
+/// The store, on SQL: the same statements on SQLite (an embedded file)
 /// and on PostgreSQL (`CommandDurablePostgres`), with what differs in an ``SQLDialect``. Every call runs on
 /// the store's own thread (``StoreThread``).
 ///
@@ -16,7 +16,7 @@ import Foundation
 /// Times are seconds since 1970. States are `pending`, `running`, `completed`, `failed`, `cancelled`. A
 /// step's `owner` is the store that claimed it last (kept once it ended: who did it, and what makes a
 /// completion sent again after a lost connection recognisable as already recorded).
-package final class SQLStorage: DurableStorage, @unchecked Sendable {
+package final class SQLStorage: @unchecked Sendable {
     // `@unchecked Sendable`: the connection is touched only on `thread`; the rest is immutable.
     static let schemaVersion = 1
 
@@ -40,17 +40,25 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
         thread = try StoreThread(
             name: "AwesomeCommand durable store", place: dialect.place, begin: dialect.begin, patience: patience,
             open: open)
+        // Leases of this process's running steps renewed every third of the lease (and its owner row
+        // seen), by the same timer as every look of the store's: a renewal waits out an outage, and the
+        // next is scheduled once it committed.
+        renewals = Poller(backstop: Duration(clampingSeconds: max(0.01, leaseSeconds / 3)))
         let lease = leaseSeconds
         let judges = dialect.judgesOwnerProcesses
-        // Leases of this process's running steps renewed every third of the lease.
-        thread.every(max(0.01, leaseSeconds / 3)) { connection in
-            let now = Date().timeIntervalSince1970
-            _ = try? connection.query(
-                "UPDATE steps SET lease_until = ? WHERE owner = ? AND state = 'running'",
-                [.real(now + lease), .text(owner)])
-            if judges {
-                _ = try? connection.query("UPDATE owners SET seen = ? WHERE id = ?", [.real(now), .text(owner)])
-            }
+        let thread = thread
+        renewals.start { done in
+            thread.submit(
+                write: true,
+                { connection in
+                    let now = Date().timeIntervalSince1970
+                    try connection.query(
+                        "UPDATE steps SET lease_until = ? WHERE owner = ? AND state = 'running'",
+                        [.real(now + lease), .text(owner)])
+                    if judges {
+                        try connection.query("UPDATE owners SET seen = ? WHERE id = ?", [.real(now), .text(owner)])
+                    }
+                }, completion: { _ in done() })
         }
     }
 
@@ -59,12 +67,16 @@ package final class SQLStorage: DurableStorage, @unchecked Sendable {
         "\(ProcessIdentity.host)/\(ProcessIdentity.pid)/\(UUID().uuidString.prefix(8).lowercased())"
     }
 
+    /// Renews the leases of this store's running steps.
+    private let renewals: Poller
+
     // Guards what else stops with the store (a server store's listener).
     private let closers = Locked<[@Sendable () -> Void]>([])
 
     deinit { close() }
 
     package func close() {
+        renewals.stop()
         thread.stop()
         let stops = closers.withLock { closers in
             defer { closers = [] }

@@ -10,8 +10,7 @@ import Foundation
 /// COMMIT` (each inside a savepoint, so one request's failure undoes that request only); while one commit
 /// waits for the disk, the next batch gathers. Completions are called after the commit: an engine
 /// callback on a global Dispatch queue (never on this thread, so no command code runs here) or, for the
-/// step command's hand-over, on the thread itself; an awaiting caller's continuation is resumed. A
-/// periodic job (lease renewal) runs between batches.
+/// step command's hand-over, on the thread itself; an awaiting caller's continuation is resumed.
 ///
 /// **Each request is answered once.** A batch run again (a lost conflict, a lost connection) runs only
 /// what was not answered yet: reads answered before the writes began are not run, nor answered, again.
@@ -23,7 +22,7 @@ import Foundation
 /// throws `CancellationError` at once. Either way a request the thread had not begun never runs; one it
 /// had begun (a write in the transaction being retried) may still commit, its answer dropped.
 package final class StoreThread: @unchecked Sendable {
-    // `@unchecked Sendable`: `pending`, `stopping`, `periodic` and `loseNextCommit` are guarded by
+    // `@unchecked Sendable`: `pending`, `stopping`, `lost` and `loseNextCommit` are guarded by
     // `condition`; the connection is made and touched only by the thread.
     private struct Request {
         let write: Bool
@@ -46,7 +45,6 @@ package final class StoreThread: @unchecked Sendable {
     private var thread: Thread?
     /// Signalled once the loop ended and the connection is closed.
     private let finished = DispatchSemaphore(value: 0)
-    private var periodic: (every: TimeInterval, next: Date, job: (any SQLDatabase) -> Void)?
     /// Opened on the thread, then only touched there.
     private var connection: (any SQLDatabase)!
     private let open: @Sendable () throws -> any SQLDatabase
@@ -221,14 +219,6 @@ package final class StoreThread: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Runs `job` on the thread every `interval` seconds, between batches, in its own transaction.
-    func every(_ interval: TimeInterval, _ job: @escaping (any SQLDatabase) -> Void) {
-        condition.lock()
-        periodic = (interval, Date().addingTimeInterval(interval), job)
-        condition.signal()
-        condition.unlock()
-    }
-
     /// Stops the thread once the requests waiting are done, and waits until the connection is closed
     /// (unless called on the store's thread itself, which then stops after this request).
     func stop() {
@@ -247,33 +237,12 @@ package final class StoreThread: @unchecked Sendable {
     private func loop() {
         while true {
             condition.lock()
-            while pending.isEmpty && !stopping {
-                if let periodic {
-                    if periodic.next <= Date() || !condition.wait(until: periodic.next) { break }
-                } else {
-                    condition.wait()
-                }
-            }
+            while pending.isEmpty && !stopping { condition.wait() }
             // Awaiting callers that gave up (cancelled, or answered by the deadline) are not run.
             let batch = pending.filter { !$0.answered() }
             pending = []
             let done = stopping && batch.isEmpty
-            var job: ((any SQLDatabase) -> Void)?
-            if let current = periodic, current.next <= Date() {
-                job = current.job
-                periodic = (current.every, Date().addingTimeInterval(current.every), current.job)
-            }
             condition.unlock()
-            if let job {
-                run([
-                    Request(
-                        write: true, deadline: nil, answered: { false },
-                        perform: { connection in
-                            job(connection)
-                            return (false, { _ in })
-                        }, abandon: { _ in })
-                ])
-            }
             if !batch.isEmpty { run(batch) }
             if done { break }
         }

@@ -1,0 +1,123 @@
+import Foundation
+
+// What the engine and `SQLStorage` (the one store, on SQLite and PostgreSQL) exchange: the run to
+// record, what a look finds, the answers to claims and completions. SQL and the databases' types stay
+// behind `SQLStorage`.
+
+extension SQLStorage {
+    /// Records how the run ended, awaited.
+    func finishRun(run: String, state: DurableRunState, error: RecordedFailure?) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            finishRun(run: run, state: state, error: error) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// How often a worker or an enqueued run looks at the store when nothing told it to: 50 ms when
+    /// other processes' changes are not announced; otherwise a third of the lease (it finds steps whose
+    /// lease expired), between 50 ms and 1 s.
+    var backstop: Duration {
+        notifiesEveryProcess ? Duration(clampingSeconds: min(max(leaseSeconds / 3, 0.05), 1)) : .milliseconds(50)
+    }
+}
+
+/// A run to record.
+struct NewRun: Sendable {
+    let id: String
+    let workflow: String
+    let input: Data
+    /// Step ids in the order `build` made them.
+    let steps: [String]
+    /// For each step, the positions of the steps it comes after.
+    let after: [[Int]]
+    let finalStep: String
+}
+
+/// A step a worker may claim.
+struct ReadyStep: Sendable {
+    let run: String
+    let workflow: String
+    let step: String
+    let position: Int
+}
+
+enum CreateRunResult: Sendable {
+    case created
+    case exists(StoredRun)
+}
+
+/// A run as read back.
+struct StoredRun: Sendable {
+    let id: String
+    let workflow: String
+    let input: Data
+    let state: DurableRunState
+    let cancelRequested: Bool
+    let failure: RecordedFailure?
+    let finalStep: String
+    /// Recorded step ids, in order.
+    let steps: [String]
+}
+
+/// Why a run failed, as recorded: enough to throw the same `DurableError` again after a resume.
+struct RecordedFailure: Sendable, Equatable {
+    /// `stepFailed`, `workflowChanged`, `decoding`, `storage`.
+    let kind: String
+    let step: String?
+    let message: String
+
+    init(kind: String, step: String?, message: String) {
+        self.kind = kind
+        self.step = step
+        self.message = message
+    }
+
+    /// How `error`, which failed the run at `step`, is recorded.
+    init(_ error: any Error, step: String) {
+        switch error as? DurableError {
+        case .workflowChanged(_, let changed)?:
+            self.init(kind: "workflowChanged", step: changed, message: String(describing: error))
+        case .decoding(_, let failedStep, let underlying)?:
+            self.init(kind: "decoding", step: failedStep, message: underlying)
+        case .storage(let message)?: self.init(kind: "storage", step: step, message: message)
+        case .stepFailed(let failedStep, let message)?:
+            self.init(kind: "stepFailed", step: failedStep, message: message)
+        default: self.init(kind: "stepFailed", step: step, message: String(describing: error))
+        }
+    }
+
+    /// The error a later process throws for it (of run `run`).
+    func error(run: String) -> DurableError {
+        switch kind {
+        case "workflowChanged": return .workflowChanged(run: run, step: step ?? "")
+        case "decoding": return .decoding(run: run, step: step, underlying: message)
+        case "storage": return .storage(message: message)
+        default: return .stepFailed(step: step ?? "", message: message)
+        }
+    }
+}
+
+/// The answer to a completion: recorded (false: refused, the claim no longer held the step), and the
+/// steps claimed with it (their attempt and failures so far).
+struct CompleteResult: @unchecked Sendable {
+    // `@unchecked Sendable`: immutable values only (a tuple's labels keep it from being inferred).
+    let recorded: Bool
+    let claimed: [String: (attempt: Int, failures: Int)]
+    /// It was the run's last step to end: the run's end is recorded with it.
+    let endedRun: Bool
+}
+
+/// The answer to a claim.
+enum ClaimResult: Sendable {
+    /// This process runs the step now: attempt `attempt` (1 first), after `failures` failures.
+    case claimed(attempt: Int, failures: Int, tookOver: Bool)
+    /// Recorded completed: its value (nil for a step without one). Nothing runs.
+    case recorded(Data?)
+    /// Recorded failed for good.
+    case failed(message: String)
+    /// A retry waits until then (what is left of a backoff).
+    case notBefore(Date)
+    /// Another live owner holds it; ask again (its lease ends then at the latest).
+    case held(until: Date)
+    /// The run's cancel was recorded.
+    case runCancelled
+}
