@@ -166,7 +166,9 @@ let package = Package(
             dependencies: [
                 "CommandDurable", "CommandDurablePostgres", "CommandDurablePostgresTesting", "CommandTestSupport",
                 "DurableKillWorker",
-            ]
+            ],
+            // A store made at schema version 1, opened and upgraded in place by DurableSchemaTests.
+            resources: [.copy("Fixtures")]
         ),
         .executableTarget(
             name: "DurableKillWorker",

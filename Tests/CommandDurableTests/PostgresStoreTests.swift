@@ -74,15 +74,59 @@ import Testing
         }
     }
 
+    /// A schema made at version 1 (its DDL as that version wrote it, with a run in it) is upgraded in
+    /// place to the current one: the same indexes as SQLite's, the run kept.
+    @Test func aSchemaOfVersion1_isUpgradedInPlace() async throws {
+        guard let server = try await SharedPostgres.available() else { return }
+        let url = try await server.makeDatabase()
+        try await server.psql(
+            """
+            CREATE SCHEMA awesomecommand;
+            SET search_path TO awesomecommand;
+            CREATE TABLE runs(id text PRIMARY KEY, workflow text NOT NULL, input bytea NOT NULL,
+                state text NOT NULL, cancel_requested integer NOT NULL DEFAULT 0,
+                created double precision NOT NULL, updated double precision NOT NULL, error text,
+                error_kind text, error_step text, final_step text NOT NULL);
+            CREATE TABLE steps(run_id text NOT NULL, step_id text NOT NULL, position integer NOT NULL,
+                state text NOT NULL, attempt integer NOT NULL DEFAULT 0,
+                failures integer NOT NULL DEFAULT 0, owner text, lease_until double precision,
+                value bytea, error text, error_type text, next_attempt_at double precision,
+                started double precision, ended double precision, after text NOT NULL DEFAULT '',
+                PRIMARY KEY (run_id, step_id));
+            CREATE TABLE meta(version integer NOT NULL);
+            INSERT INTO meta(version) VALUES (1);
+            CREATE INDEX unfinished_runs ON runs(created) WHERE state IN ('pending', 'running');
+            CREATE INDEX ended_runs ON runs(updated) WHERE state IN ('completed', 'failed', 'cancelled');
+            CREATE INDEX live_steps ON steps(run_id) WHERE state IN ('pending', 'running');
+            INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
+                VALUES ('old', 'fan-four', convert_to('3', 'UTF8'), 'completed', 1, 2, 'total');
+            INSERT INTO steps(run_id, step_id, position, state, attempt, value, after)
+                VALUES ('old', 'total', 5, 'completed', 1, convert_to('18', 'UTF8'), '');
+            """, database: Self.databaseName(url))
+        let store = try await DurableStore(postgres: url)
+        defer { store.close() }
+        let version = try await DurableMeasurements.query("SELECT version FROM meta", on: store).first?.first?.int
+        #expect(version == 2)
+        let indexes = Set(
+            try await DurableMeasurements.query(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = 'awesomecommand' AND indexname NOT LIKE '%pkey'",
+                on: store
+            ).compactMap { $0.first?.string })
+        #expect(indexes == ["unfinished_runs", "ended_runs", "live_steps", "running_steps"])
+        let record = try #require(try await store.runs().first)
+        #expect(record.id == "old" && record.state == .completed)
+        #expect(record.output.flatMap { String(data: $0, encoding: .utf8) } == "18")
+    }
+
     @Test func aNewerSchema_isRefused_andAnotherSchemaOfThatName_isNotAStore_bothLeftUntouched() async throws {
         guard let server = try await SharedPostgres.available() else { return }
         let url = try await server.makeDatabase()
         try await DurableStore(postgres: url).close()
         try await server.psql("UPDATE awesomecommand.meta SET version = 99", database: Self.databaseName(url))
-        await #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) {
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 2)) {
             try await DurableStore(postgres: url)
         }
-        await #expect(throws: DurableError.newerSchema(found: 99, supported: 1)) {
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 2)) {
             try await DurableStore(postgres: url)
         }
 

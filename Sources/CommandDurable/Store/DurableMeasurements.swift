@@ -7,6 +7,11 @@ package enum DurableMeasurements {
         try await store.storage.execute(sql)
     }
 
+    /// Runs the query `sql` on the store's own connection and returns its rows (tests: the schema).
+    package static func query(_ sql: String, on store: DurableStore) async throws -> [[SQLValue]] {
+        try await store.storage.thread.perform(write: false) { try $0.query(sql) }
+    }
+
     /// The store's thread (the tests' hooks).
     package static func thread(of store: DurableStore) -> StoreThread? { store.storage.thread }
 

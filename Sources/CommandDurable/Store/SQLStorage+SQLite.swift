@@ -1,7 +1,7 @@
 import CommandCore
 import Foundation
 
-// The embedded store: an SQLite file (WAL), `PRAGMA user_version` = schema version, and the owners
+// The embedded store: an SQLite file (WAL), `PRAGMA user_version` = the schema's version (`StoreSchema`), and the owners
 // table through which processes of one host judge each other's liveness.
 extension SQLStorage {
     /// Opens (or creates) the SQLite store at `path`, checking it before writing anything: a file that is
@@ -63,25 +63,12 @@ extension SQLStorage {
         do {
             if path != ":memory:" { try connection.execute("PRAGMA journal_mode = WAL") }
             try connection.execute(durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
-            if version == 0 {
-                try connection.execute(
-                    """
-                    BEGIN IMMEDIATE;
-                    CREATE TABLE runs(id TEXT PRIMARY KEY, workflow TEXT NOT NULL, input BLOB NOT NULL,
-                        state TEXT NOT NULL, cancel_requested INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL,
-                        updated REAL NOT NULL, error TEXT, error_kind TEXT, error_step TEXT, final_step TEXT NOT NULL);
-                    CREATE TABLE steps(run_id TEXT NOT NULL, step_id TEXT NOT NULL, position INTEGER NOT NULL,
-                        state TEXT NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
-                        owner TEXT, lease_until REAL, value BLOB, error TEXT, error_type TEXT, next_attempt_at REAL,
-                        started REAL, ended REAL, after TEXT NOT NULL DEFAULT '',
-                        PRIMARY KEY (run_id, step_id)) WITHOUT ROWID;
-                    CREATE TABLE owners(id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL,
-                        process_start REAL, seen REAL NOT NULL);
-                    CREATE INDEX unfinished_runs ON runs(state) WHERE state IN ('pending', 'running');
-                    CREATE INDEX ended_runs ON runs(updated) WHERE state IN ('completed', 'failed', 'cancelled');
-                    PRAGMA user_version = \(schemaVersion);
-                    COMMIT;
-                    """)
+            // The migrations after the file's version, in one transaction (a new file: all of them).
+            if version < schemaVersion {
+                try connection.execute("BEGIN IMMEDIATE")
+                for statement in StoreSchema.statements(from: version, .sqlite) { try connection.execute(statement) }
+                try connection.execute("PRAGMA user_version = \(schemaVersion)")
+                try connection.execute("COMMIT")
             }
         } catch let error as SQLiteError where error.isNotADatabase {
             throw DurableError.notAStore(path: path)

@@ -5,20 +5,13 @@ import Foundation
 /// and on PostgreSQL (`CommandDurablePostgres`), with what differs in an ``SQLDialect``. Every call runs on
 /// the store's own thread (``StoreThread``).
 ///
-/// ```text
-/// runs(id TEXT PRIMARY KEY, workflow, input BLOB, state, cancel_requested, created REAL, updated REAL,
-///      error, error_kind, error_step, final_step)
-/// steps(run_id, step_id, position, state, attempt, failures, owner, lease_until REAL, value BLOB,
-///       error, error_type, next_attempt_at REAL, started REAL, ended REAL, after (positions, comma-separated),
-///       PRIMARY KEY (run_id, step_id))
-/// owners(id TEXT PRIMARY KEY, host, pid, process_start REAL, seen REAL)     (SQLite: processes of one host)
-/// ```
+/// The tables and indexes: ``StoreSchema`` (written once for both databases, with ordered migrations).
 /// Times are seconds since 1970. States are `pending`, `running`, `completed`, `failed`, `cancelled`. A
 /// step's `owner` is the store that claimed it last (kept once it ended: who did it, and what makes a
 /// completion sent again after a lost connection recognisable as already recorded).
 package final class SQLStorage: @unchecked Sendable {
     // `@unchecked Sendable`: the connection is touched only on `thread`; the rest is immutable.
-    static let schemaVersion = 1
+    static var schemaVersion: Int { StoreSchema.version }
 
     package let owner: String
     let leaseSeconds: Double

@@ -1,11 +1,12 @@
 import CommandDurable
 import Foundation
 
-/// The store's tables in PostgreSQL: schema `awesomecommand`, the same tables and columns as SQLite's
-/// (`SQLStorage` documents them), `double precision` for times, `bytea` for values, and `meta(version)`
-/// for the schema's version. Made once, under an advisory lock, by whichever process comes first.
+/// The store's tables in PostgreSQL: schema `awesomecommand`, the tables and indexes of `StoreSchema`
+/// (written once for both databases: `double precision` for times, `bytea` for values here), and
+/// `meta(version)` for the version reached. Made, or upgraded in place by the migrations after its
+/// version, once, under an advisory lock, by whichever process comes first.
 enum PostgresSchema {
-    static let version = 1
+    static var version: Int { StoreSchema.version }
     static let name = "awesomecommand"
 
     static func prepare(_ connection: PostgresConnection, durability: DurableDurability) throws {
@@ -29,26 +30,12 @@ enum PostgresSchema {
                     try connection.execute("ROLLBACK")
                     throw DurableError.newerSchema(found: found, supported: version)
                 }
+                try migrate(connection, from: found)
             } else {
-                try connection.execute(
-                    """
-                    CREATE SCHEMA \(name);
-                    CREATE TABLE runs(id text PRIMARY KEY, workflow text NOT NULL, input bytea NOT NULL,
-                        state text NOT NULL, cancel_requested integer NOT NULL DEFAULT 0,
-                        created double precision NOT NULL, updated double precision NOT NULL, error text,
-                        error_kind text, error_step text, final_step text NOT NULL);
-                    CREATE TABLE steps(run_id text NOT NULL, step_id text NOT NULL, position integer NOT NULL,
-                        state text NOT NULL, attempt integer NOT NULL DEFAULT 0,
-                        failures integer NOT NULL DEFAULT 0, owner text, lease_until double precision,
-                        value bytea, error text, error_type text, next_attempt_at double precision,
-                        started double precision, ended double precision, after text NOT NULL DEFAULT '',
-                        PRIMARY KEY (run_id, step_id));
-                    CREATE TABLE meta(version integer NOT NULL);
-                    INSERT INTO meta(version) VALUES (\(version));
-                    CREATE INDEX unfinished_runs ON runs(created) WHERE state IN ('pending', 'running');
-                    CREATE INDEX ended_runs ON runs(updated) WHERE state IN ('completed', 'failed', 'cancelled');
-                    CREATE INDEX live_steps ON steps(run_id) WHERE state IN ('pending', 'running');
-                    """)
+                try connection.execute("CREATE SCHEMA \(name)")
+                try connection.execute("CREATE TABLE meta(version integer NOT NULL)")
+                try connection.execute("INSERT INTO meta(version) VALUES (0)")
+                try migrate(connection, from: 0)
             }
             try connection.execute("COMMIT")
         } catch let error as DurableError {
@@ -57,5 +44,12 @@ enum PostgresSchema {
             try? connection.execute("ROLLBACK")
             throw DurableError.storage(message: "could not prepare the store at \(connection.place): \(error)")
         }
+    }
+
+    /// The migrations after `found`, inside the caller's transaction; `meta` records the version reached.
+    private static func migrate(_ connection: PostgresConnection, from found: Int) throws {
+        guard found < version else { return }
+        for statement in StoreSchema.statements(from: found, .postgres) { try connection.execute(statement) }
+        try connection.query("UPDATE meta SET version = ?", [.integer(Int64(version))])
     }
 }
