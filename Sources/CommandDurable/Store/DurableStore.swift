@@ -375,7 +375,8 @@ public final class DurableStore: Sendable {
             guard let self else { return }
             for id in cancelled { state.withLock { $0.active[id] }?.cancelHere() }
         }
-    }}
+    }
+}
 
 /// A workflow's steps for one input, as `build` made them, and the final step's place among them.
 struct RunPlan: Sendable {
