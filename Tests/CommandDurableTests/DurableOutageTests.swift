@@ -83,111 +83,92 @@ import Testing
         }
     }
 
-    /// 1,000 `await store.start` from tasks while the database is unreachable for 2 s: a heartbeat task
-    /// on the same pool ticks every 10 ms throughout (the worst lateness is printed); every start returns
-    /// once the server is back.
+    /// 1,000 `await store.start` from tasks while the database is unreachable for 2 s, in a process of
+    /// their own (`DurableKillWorker`'s heartbeat: this process's pool is shared with hundreds of other
+    /// tests): a heartbeat task on the same pool ticks every 10 ms throughout the outage, and every start
+    /// returns once the server is back. A pool thread held by an await would stop the heartbeat for the
+    /// whole outage.
     @Test func awaitsDuringAnOutage_holdNoThreadOfThePool() async throws {
         guard try await SharedPostgres.available() != nil else { return }
         let server = try await ThrowawayPostgres.start()
         defer { server.stop() }
         let url = try await server.makeDatabase()
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let log = folder.file("heartbeat")
+        let child = try DurableKillTests.Child(
+            store: url, log: log, seed: 1, environment: ["DURABLE_WORKER_MODE": "heartbeat"])
+        #expect(await eventually { FileManager.default.fileExists(atPath: log + ".ready") })
+        try await server.halt()
+        _ = FileManager.default.createFile(atPath: log + ".halted", contents: nil)
+        try await Task.sleep(for: .seconds(2))  // the outage itself
+        try await server.startAgain()
+        #expect(await child.exitCode() == 0)
+        let printed = child.printed
+        print("heartbeat: \(printed)")
+        // "ticks N worst W whole V": ticks in the outage's first 2 s, how late the worst was then, and the
+        // worst until every start returned (ms).
+        let fields = printed.split(whereSeparator: \.isWhitespace)
+        let ticks = fields.count >= 6 ? Int(fields[1]) : nil
+        let worst = fields.count >= 6 ? Int(fields[3]) : nil
+        let whole = fields.count >= 6 ? Int(fields[5]) : nil
+        // Measured: alone, 193 ticks, the worst 12 ms late in the outage and 59 ms until every start
+        // returned (the 1,000 runs launched then are work on the pool); beside the whole suite on 2 cores,
+        // 184 ticks, 48 ms and 102 ms. A held pool gives no tick at all. Under a sanitizer (5-15x slower)
+        // the bounds are ten times looser.
+        let slow = ProcessInfo.processInfo.environment["AWESOMECOMMAND_STRESS"] == "sanitizer" ? 10 : 1
+        #expect((ticks ?? 0) >= 100 / slow, "\(printed)")
+        #expect((worst ?? .max) <= 100 * slow, "\(printed)")
+        #expect((whole ?? .max) <= 500 * slow, "\(printed)")
         let store = try await DurableStore(postgres: url)
         defer { store.close() }
-        try store.register(Ids.self)
-        try await server.halt()
-        let clock = ContinuousClock()
-        let beating = Locked(true)
-        // Each tick's time (the heartbeat's own record: read once it stopped).
-        let heartbeat = Task { () -> [ContinuousClock.Instant] in
-            var ticks: [ContinuousClock.Instant] = [clock.now]
-            while beating.withLock({ $0 }) {
-                try? await Task.sleep(for: .milliseconds(10))
-                ticks.append(clock.now)
-            }
-            return ticks
-        }
-        let started = Locked(0)
-        let starts = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for index in 0..<1_000 {
-                    group.addTask {
-                        _ = try await store.start(Ids.self, id: "b-\(index)", input: "s")
-                        started.withLock { $0 += 1 }
-                    }
-                }
-                try await group.waitForAll()
-            }
-        }
-        let outageBegan = clock.now
-        try await Task.sleep(for: .seconds(2))  // the outage itself
-        let outageEnded = clock.now
-        #expect(started.withLock { $0 } == 0)
-        try await server.startAgain()
-        try await starts.value
-        beating.withLock { $0 = false }
-        let ticks = await heartbeat.value
-        func lateness(_ window: ClosedRange<ContinuousClock.Instant>) -> (ticks: Int, worst: Duration) {
-            let inside = ticks.filter { window.contains($0) }
-            let worst = zip(inside, inside.dropFirst()).map { $1 - $0 - .milliseconds(10) }.max() ?? .seconds(2)
-            return (inside.count, worst)
-        }
-        let outage = lateness(outageBegan...outageEnded)
-        let whole = lateness(outageBegan...clock.now)
-        print(
-            "heartbeat: \(outage.ticks) ticks in the 2 s outage, worst \(outage.worst) late; "
-                + "worst \(whole.worst) late until the 1,000 starts returned")
-        // 1,000 awaits that each held a pool thread would stop the heartbeat for the whole outage (no tick
-        // at all). Alone: 196 ticks in the outage, the worst 6 ms late, and 42-76 ms late at worst until the
-        // starts returned (the 1,000 runs launched then are work on the pool), under the issue's 100 ms;
-        // beside the 447 other tests of the suite on 2 cores, time slicing made ticks 134-511 ms late: the
-        // assertions are what tells a held pool from a busy machine.
-        #expect(outage.ticks >= 20, "the heartbeat stopped during the outage: \(outage.ticks) ticks")
-        #expect(outage.worst <= .seconds(1), "a heartbeat tick was \(outage.worst) late during the outage")
-        #expect(started.withLock { $0 } == 1_000)
         #expect(try await store.runs().count == 1_000)
     }
 
     /// A task cancelled while its `start` waits for a lost connection stops waiting at once; its request
     /// never runs.
     @Test func aCancelledAwait_stopsWaiting_andItsRequestNeverRuns() async throws {
-        guard try await SharedPostgres.available() != nil else { return }
-        let server = try await ThrowawayPostgres.start()
-        defer { server.stop() }
-        let url = try await server.makeDatabase()
-        let store = try await DurableStore(postgres: url)
-        defer { store.close() }
-        try store.register(Ids.self)
-        try await server.halt()
-        let waiting = Task { try await store.start(Ids.self, id: "never", input: "s") }
-        waiting.cancel()
-        await #expect(throws: CancellationError.self) { try await waiting.value }
-        try await server.startAgain()
-        #expect(try await store.start(Ids.self, id: "after", input: "s").value == 1)
-        #expect(try await store.runs().map(\.id) == ["after"])
+        try await Self.duringAnOutage { server, store in
+            let waiting = Task { try await store.start(Ids.self, id: "never", input: "s") }
+            waiting.cancel()
+            await #expect(throws: CancellationError.self) { try await waiting.value }
+            try await server.startAgain()
+            #expect(try await store.start(Ids.self, id: "after", input: "s").value == 1)
+            #expect(try await store.runs().map(\.id) == ["after"])
+        }
     }
 
     /// Past the store's patience without a connection, an await throws `.storage` naming the place.
     @Test func anAwait_pastItsPatience_throwsStorageNamingThePlace() async throws {
+        try await Self.duringAnOutage(patience: .milliseconds(300)) { server, store in
+            do {
+                _ = try await store.start(Ids.self, id: "late", input: "s")
+                Issue.record("the start returned without a server")
+            } catch let error as DurableError {
+                guard case .storage(let message) = error else {
+                    Issue.record("\(error)")
+                    return
+                }
+                #expect(message.contains("PostgreSQL at 127.0.0.1:\(server.port)"), "\(message)")
+                #expect(!message.contains(server.password), "\(message)")
+            }
+            try await server.startAgain()
+        }
+    }
+
+    /// A server of the test's own (stopping it would cut the other tests' connections), a store on it with
+    /// `Ids` registered, then the server halted: `body` runs during the outage. Skipped without PostgreSQL.
+    static func duringAnOutage(
+        patience: Duration = .seconds(10), _ body: (ThrowawayPostgres, DurableStore) async throws -> Void
+    ) async throws {
         guard try await SharedPostgres.available() != nil else { return }
         let server = try await ThrowawayPostgres.start()
         defer { server.stop() }
-        let url = try await server.makeDatabase()
-        let store = try await DurableStore(postgres: url, patience: .milliseconds(300))
+        let store = try await DurableStore(postgres: try await server.makeDatabase(), patience: patience)
         defer { store.close() }
         try store.register(Ids.self)
         try await server.halt()
-        do {
-            _ = try await store.start(Ids.self, id: "late", input: "s")
-            Issue.record("the start returned without a server")
-        } catch let error as DurableError {
-            guard case .storage(let message) = error else {
-                Issue.record("\(error)")
-                return
-            }
-            #expect(message.contains("PostgreSQL at 127.0.0.1:\(server.port)"), "\(message)")
-            #expect(!message.contains(server.password), "\(message)")
-        }
-        try await server.startAgain()
+        try await body(server, store)
     }
 
     struct Ids: DurableWorkflow {

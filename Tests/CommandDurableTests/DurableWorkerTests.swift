@@ -123,4 +123,25 @@ import Testing
         let pids = Set(DurableKillTests.readLog(log).filter(\.start).map(\.pid))
         #expect(pids.count >= 2, "steps ran in \(pids.count) process(es)")
     }
+
+    /// A run only recorded (the web route's `_ = try await store.enqueue(...)`) is not watched; asking for
+    /// its value watches it until it ends; a cancel before anyone asked is recorded.
+    @Test func anEnqueuedRun_isWatchedOnlyOnceItsEndIsAskedFor() async throws {
+        let store = try DurableStore.inMemory()
+        defer { store.close() }
+        try store.register(Sum.self)
+        for index in 0..<3 {
+            try await store.enqueue(Sum.self, id: "quiet-\(index)", input: .init(tag: "quiet-\(index)"))
+        }
+        #expect(DurableMeasurements.watchedRuns(of: store) == 0)
+        let asked = try await store.enqueue(Sum.self, id: "asked", input: .init(tag: "asked"))
+        let cancelled = try await store.enqueue(Sum.self, id: "cancelled", input: .init(tag: "cancelled"))
+        cancelled.cancel()
+        #expect(await eventually { (try? await store.runs(.state(.cancelled)).map(\.id)) == ["cancelled"] })
+        let worker = try store.work()
+        #expect(try await asked.value == 5)
+        #expect(DurableMeasurements.watchedRuns(of: store) == 0)
+        await worker.stop()
+        #expect(try await store.runs(.state(.completed)).count == 4)
+    }
 }

@@ -112,3 +112,12 @@ struct Hang: DurableWorkflow {
         }
     }
 }
+
+/// One step that sends its input at once: the heartbeat's runs.
+struct Quick: DurableWorkflow {
+    static let name = "quick"
+
+    static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+        flow.step("quick") { _ in Command.just(input) }
+    }
+}

@@ -14,6 +14,55 @@ guard Worker.arguments.count >= 3 else {
     exit(2)
 }
 
+// The heartbeat (DURABLE_WORKER_MODE=heartbeat): opens the store, creates "<log>.ready", and once
+// "<log>.halted" exists (the test stopped the server) starts 1,000 `await store.start` from tasks and a
+// heartbeat task that ticks every 10 ms on the same concurrency pool; prints "ticks <in the first 2 s of the
+// outage> worst <ms late then> whole <ms late, worst, until every start returned>" and exits 0. A process
+// of its own: the test process's pool is shared with hundreds of other tests.
+if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "heartbeat" {
+    do {
+        let store = try await Worker.openStore()
+        try store.register(Quick.self)
+        _ = FileManager.default.createFile(atPath: Worker.logPath + ".ready", contents: nil)
+        while !FileManager.default.fileExists(atPath: Worker.logPath + ".halted") {
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        let clock = ContinuousClock()
+        let beating = Locked(true)
+        let heartbeat = Task { () -> [ContinuousClock.Instant] in
+            var ticks: [ContinuousClock.Instant] = [clock.now]
+            while beating.withLock({ $0 }) {
+                try? await Task.sleep(for: .milliseconds(10))
+                ticks.append(clock.now)
+            }
+            return ticks
+        }
+        let outage = clock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<1_000 {
+                group.addTask { _ = try await store.start(Quick.self, id: "b-\(index)", input: 1) }
+            }
+            try await group.waitForAll()
+        }
+        beating.withLock { $0 = false }
+        let ticks = await heartbeat.value
+        func late(_ window: ClosedRange<ContinuousClock.Instant>) -> (count: Int, worst: Double) {
+            let inside = ticks.filter { window.contains($0) }
+            let gaps = zip(inside, inside.dropFirst()).map { $1 - $0 - .milliseconds(10) }
+            let worst = gaps.max() ?? .seconds(2)
+            return (inside.count, Double(worst.components.seconds) * 1e3 + Double(worst.components.attoseconds) / 1e15)
+        }
+        let first = late(outage...(outage + .seconds(2)))
+        let whole = late(outage...clock.now)
+        print("ticks \(first.count) worst \(Int(first.worst)) whole \(Int(whole.worst))")
+        store.close()
+        exit(0)
+    } catch {
+        print("error \(error)")
+        exit(1)
+    }
+}
+
 // A worker process: works the steps of runs enqueued by the test (DURABLE_WORKER_MODE=work) until the
 // file "<log>.stop" exists; then drains (`stop()`) and exits 0.
 if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {

@@ -45,6 +45,9 @@ final class AwaitedRuns: Sendable {
         }
     }
 
+    /// How many runs are watched.
+    var count: Int { state.withLock { $0.waiting.count } }
+
     func forget(_ id: String) {
         _ = state.withLock { $0.waiting.removeValue(forKey: id) }
     }

@@ -55,7 +55,20 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
         self.plan = plan
         super.init()
         name = "\(workflow)/\(id)"
+        if case .awaiting = plan {
+            // Not executed until someone asks for its end (nothing is watched for a run only recorded);
+            // a cancel, before or after that, is recorded (a run that ended cancelled by its record is
+            // not cancelled again).
+            observeEnd { [store, id, endedByRecord] state in
+                guard case .cancelled = state, !endedByRecord.withLock({ $0 }) else { return }
+                store.awaited.forget(id)
+                store.recordCancel(id)
+            }
+        }
     }
+
+    // Guards whether the run ended as its record says (a recorded cancel is not recorded again).
+    private let endedByRecord = Locked(false)
 
     public override func run(_ result: CommandResult<Output>) -> (any Cancelable)? {
         switch plan {
@@ -73,10 +86,7 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
                 case .success(let stored): deliverRecorded(stored, codec: codec, result)
                 }
             }
-            return BlockCancelable { [store, id] in
-                store.awaited.forget(id)
-                store.recordCancel(id)
-            }
+            return BlockCancelable { [store, id] in store.awaited.forget(id) }
         }
     }
 
@@ -172,6 +182,7 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
                 }
             }
         case .cancelled:
+            endedByRecord.withLock { $0 = true }
             result.command.cancel()
         default:
             let failure = stored.failure ?? RecordedFailure(kind: "stepFailed", step: nil, message: "the run failed")

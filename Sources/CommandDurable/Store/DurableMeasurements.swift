@@ -12,6 +12,9 @@ package enum DurableMeasurements {
         try await store.storage.thread.perform(write: false) { try $0.query(sql) }
     }
 
+    /// How many enqueued runs the store watches for their end.
+    package static func watchedRuns(of store: DurableStore) -> Int { store.awaited.count }
+
     /// The store's thread (the tests' hooks).
     package static func thread(of store: DurableStore) -> StoreThread? { store.storage.thread }
 

@@ -180,7 +180,10 @@ public final class DurableStore: Sendable {
     /// worker recorded its end (read from the store when the store tells of it: at once from any process
     /// on a server's store, from this process on SQLite's; otherwise every 50 ms on SQLite, every third
     /// of the lease between 50 ms and 1 s on a server; the store's enqueued runs are read together, in
-    /// one batched read).
+    /// one batched read). Its end is watched only once someone asks for it (`try await run.value`,
+    /// `execute`, an observer that executes it, a dependency): a run only recorded
+    /// (`try await store.enqueue(...)` in a web route, the result dropped) costs the store nothing more.
+    /// `run.cancel()` records the cancel whether or not its end was asked for.
     /// `ifExists`, the wait and a cancelled task as for ``start(_:id:input:ifExists:)``.
     @discardableResult
     public func enqueue<W: DurableWorkflow>(
@@ -208,7 +211,7 @@ public final class DurableStore: Sendable {
             stored.state.isEnded
             ? .ended(stored, codec: final.codec) : .awaiting(finalStep: final.id, codec: final.codec)
         let run = DurableRun<W.Output>(id: id, workflow: W.name, store: self, plan: plan)
-        run.executeQuietly()
+        if stored.state.isEnded { run.executeQuietly() }
         return run
     }
 
@@ -238,11 +241,10 @@ public final class DurableStore: Sendable {
             }
         }
         if runHere { return launch(DurableRun<W.Output>.self, id: id, workflow: W.name, plan: plan) }
-        let run = DurableRun<W.Output>(
+        // Watched only once someone asks for its end (`value`, `execute`, a dependency).
+        return DurableRun<W.Output>(
             id: id, workflow: W.name, store: self,
             plan: .awaiting(finalStep: plan.finalStep.id, codec: plan.finalStep.codec))
-        run.executeQuietly()
-        return run
     }
 
     /// Resumes every run not ended whose workflow this process registered: `build` runs again with the

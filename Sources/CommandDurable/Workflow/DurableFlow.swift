@@ -86,8 +86,7 @@ public final class DurableFlow: @unchecked Sendable {
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
         _ make: @escaping @Sendable (StepContext, repeat each Value) -> Command<Output>
     ) -> DurableStep<Output> {
-        var after: [Int] = []
-        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
         return add(id, after: after, retry: retry, codec: .json(Output.self)) { context, values in
             make(context, repeat values.value(of: each reads))
@@ -100,8 +99,7 @@ public final class DurableFlow: @unchecked Sendable {
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
         _ make: @escaping @Sendable (StepContext, repeat each Value) -> Command<Void>
     ) -> DurableStep<Void> {
-        var after: [Int] = []
-        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
         return add(id, after: after, retry: retry, codec: .void) { context, values in
             make(context, repeat values.value(of: each reads))
@@ -117,8 +115,7 @@ public final class DurableFlow: @unchecked Sendable {
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
         _ work: @escaping @Sendable (StepContext, repeat each Value) async throws -> Output
     ) -> DurableStep<Output> {
-        var after: [Int] = []
-        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
         return add(id, after: after, retry: retry, codec: .json(Output.self)) { context, values in
             let inputs = (repeat values.value(of: each reads))
@@ -132,8 +129,7 @@ public final class DurableFlow: @unchecked Sendable {
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
         _ work: @escaping @Sendable (StepContext, repeat each Value) async throws -> Void
     ) -> DurableStep<Void> {
-        var after: [Int] = []
-        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
         return add(id, after: after, retry: retry, codec: .void) { context, values in
             let inputs = (repeat values.value(of: each reads))
@@ -159,6 +155,13 @@ public final class DurableFlow: @unchecked Sendable {
     ) -> DurableStep<Void> {
         let after = steps.map { check($0, for: id) }
         return add(id, after: after, retry: retry, codec: .void) { context, _ in make(context) }
+    }
+
+    /// The places of the steps `id` comes after, each checked to be of this flow.
+    private func positions<each Value>(of dependencies: repeat DurableStep<each Value>, for id: String) -> [Int] {
+        var after: [Int] = []
+        for dependency in repeat each dependencies { after.append(check(dependency, for: id)) }
+        return after
     }
 
     private func check(_ step: any DurableStepHandle, for id: String) -> Int {
