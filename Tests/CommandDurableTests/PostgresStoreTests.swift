@@ -53,6 +53,34 @@ import Testing
             })
     }
 
+    /// Leases are judged by the database's clock: a process whose host clock is an hour behind claims a
+    /// step with a lease that another process (on time) does not see as expired, so it does not take the
+    /// step over. (By each host's clock, that lease ended an hour ago.)
+    @Test func leases_areJudgedByTheDatabasesClock_notTheHosts() async throws {
+        guard let server = try await SharedPostgres.available() else { return }
+        let url = try await server.makeDatabase()
+        let late = try await DurableStore(postgres: url)
+        defer { late.close() }
+        try #require(DurableMeasurements.thread(of: late)).skewHostClock(by: -3_600)
+        try late.register(DurableWorkerCancelTests.Waits.self)
+        let onTime = try await DurableStore(postgres: url)
+        defer { onTime.close() }
+        try onTime.register(DurableWorkerCancelTests.Waits.self)
+        try onTime.register(Sum.self)
+        let tag = "postgres-skewed-clock"
+        let held = try await late.start(DurableWorkerCancelTests.Waits.self, id: "skewed", input: tag)
+        #expect(await eventually { Probe.counter.count("\(tag)/wait") == 1 })
+        // The worker's look that finds this later run also judges the held step's lease.
+        let worker = try onTime.work()
+        #expect(try await onTime.enqueue(Sum.self, id: "after", input: .init(tag: "\(tag)-after")).value == 5)
+        let step = try #require(try await onTime.runs(.init(workflow: "waits")).first?.steps.first)
+        #expect(step.state == .running && step.attempts == 1 && step.owner == late.owner, "\(step)")
+        #expect(Probe.counter.count("\(tag)/wait") == 1)
+        held.cancel()  // first: a step taken over (the defect) would keep the worker's stop waiting
+        #expect("\(await terminalState(of: held))".hasPrefix("cancelled"))
+        await worker.stop()
+    }
+
     // MARK: Bad input
 
     @Test func anUnreachableServer_orWrongCredentials_throwStorage_namingTheHost_notThePassword() async throws {

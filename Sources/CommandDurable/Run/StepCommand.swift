@@ -161,16 +161,17 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
     ) {
         let failures = failures + 1
         let retries = !final && failures < definition.retry.allowedFailures
-        let retryAt =
-            retries ? Date().addingTimeInterval(definition.retry.delay(afterFailure: failures).inSeconds) : nil
+        // The backoff: recorded by the database's clock, waited here by this host's.
+        let retryAfter = retries ? definition.retry.delay(afterFailure: failures).inSeconds : nil
         let message = String(describing: error)
         execution.storage.fail(
             run: execution.runID, step: definition.id, attempt: attempt, error: message,
-            errorType: String(reflecting: type(of: error)), retryAt: retryAt
+            errorType: String(reflecting: type(of: error)), retryAfter: retryAfter
         ) { [self] answer in
             switch answer {
             case .success(true):
-                if let retryAt {
+                if let retryAfter {
+                    let retryAt = Date(timeIntervalSinceNow: retryAfter)
                     execution.log(.notice, definition.id, "failed (\(message)); retrying at attempt \(attempt + 1)")
                     wait(until: retryAt, result)
                 } else {

@@ -44,12 +44,18 @@ package protocol SQLDatabase: AnyObject {
     /// `error` is a conflict between transactions the database resolved by failing this one (a
     /// deadlock, a serialization failure): the store's thread rolls its batch back and runs it again.
     func isConflict(_ error: any Error) -> Bool
+    /// The database server's clock, in seconds since 1970, when it has one of its own (a server's); nil
+    /// for an embedded database, whose clock is this host's.
+    func serverClock() throws -> Double?
     func close()
 }
 
 extension SQLDatabase {
     /// An embedded database's writers never conflict (one at a time).
     package func isConflict(_ error: any Error) -> Bool { false }
+
+    /// An embedded database's clock is this host's.
+    package func serverClock() throws -> Double? { nil }
 
     @discardableResult
     package func query(_ sql: String) throws -> [[SQLValue]] { try query(sql, []) }

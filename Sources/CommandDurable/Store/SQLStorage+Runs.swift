@@ -7,7 +7,7 @@ extension SQLStorage {
         let created = try await wrap {
             try await thread.perform(write: true) { [self] connection -> CreateRunResult in
                 if let existing = try Self.loadRun(run.id, connection) { return .exists(existing) }
-                let now = Self.now
+                let now = self.now
                 try connection.query(
                     """
                     INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
@@ -86,7 +86,7 @@ extension SQLStorage {
                     WHERE id = ? AND state IN ('pending', 'running')
                     """,
                     [
-                        .text(state.rawValue), .real(Self.now), error.map { .text($0.message) } ?? .null,
+                        .text(state.rawValue), .real(self.now), error.map { .text($0.message) } ?? .null,
                         error.map { .text($0.kind) } ?? .null, error?.step.map { .text($0) } ?? .null, .text(run),
                     ])
                 guard connection.changes == 1, state.isEnded else { return false }
@@ -97,7 +97,7 @@ extension SQLStorage {
                         """
                         UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?
                         WHERE run_id = ? AND state IN ('pending', 'running')
-                        """, [.real(Self.now), .text(run)])
+                        """, [.real(self.now), .text(run)])
                 }
                 try self.notify(.ended(run: run), connection)
                 return true
@@ -144,7 +144,7 @@ extension SQLStorage {
             """
             UPDATE runs SET cancel_requested = 1, state = 'cancelled', updated = ?, error = NULL
             WHERE id = ? AND state IN ('pending', 'running')
-            """, [.real(Self.now), .text(run)])
+            """, [.real(self.now), .text(run)])
         let changed = connection.changes > 0
         if !changed, try connection.query("SELECT 1 FROM runs WHERE id = ?", [.text(run)]).isEmpty {
             throw DurableError.unknownRun(run)
@@ -153,7 +153,7 @@ extension SQLStorage {
             """
             UPDATE steps SET state = 'cancelled', owner = NULL, ended = ?
             WHERE run_id = ? AND state IN ('pending', 'running')
-            """, [.real(Self.now), .text(run)])
+            """, [.real(self.now), .text(run)])
         if changed {
             try notify(.cancelled(run: run), connection)
             try notify(.ended(run: run), connection)

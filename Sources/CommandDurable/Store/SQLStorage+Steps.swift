@@ -13,7 +13,7 @@ extension SQLStorage {
         thread.submit(
             write: true, hop: false,
             { [self] connection -> ClaimResult in
-                let now = Self.now
+                let now = self.now
                 guard
                     let runRow = try connection.query(
                         "SELECT state, cancel_requested FROM runs WHERE id = ?", [.text(run)]
@@ -33,7 +33,7 @@ extension SQLStorage {
                             "SELECT 1 FROM steps WHERE run_id = ? AND step_id = ?", [.text(run), .text(step)]
                         ).isEmpty
                     {
-                        return .held(until: Date(timeIntervalSince1970: now + 0.05))
+                        return .held(until: Date(timeIntervalSinceNow: 0.05))
                     }
                     // A step the workflow makes now and did not when the run was recorded.
                     try connection.query(
@@ -59,11 +59,13 @@ extension SQLStorage {
                     if holder == owner { return .claimed(attempt: attempt, failures: failures, tookOver: false) }
                     let until = fields[4].double ?? 0
                     if until >= now && !isDead(owner: holder, connection) {
-                        return .held(until: Date(timeIntervalSince1970: until))
+                        return .held(until: Date(timeIntervalSinceNow: until - now))
                     }
                     tookOver = true
                 default:
-                    if let next = fields[7].double, next > now { return .notBefore(Date(timeIntervalSince1970: next)) }
+                    if let next = fields[7].double, next > now {
+                        return .notBefore(Date(timeIntervalSinceNow: next - now))
+                    }
                 }
                 try connection.query(
                     """
@@ -95,7 +97,7 @@ extension SQLStorage {
         thread.submit(
             write: true, hop: false,
             { [self] connection -> CompleteResult in
-                let now = Self.now
+                let now = self.now
                 try connection.query(
                     """
                     UPDATE steps SET state = 'completed', value = ?, ended = ?, lease_until = NULL
@@ -159,7 +161,7 @@ extension SQLStorage {
     }
 
     func fail(
-        run: String, step: String, attempt: Int, error: String, errorType: String, retryAt: Date?,
+        run: String, step: String, attempt: Int, error: String, errorType: String, retryAfter: TimeInterval?,
         completion: @escaping @Sendable (Result<Bool, any Error>) -> Void
     ) {
         let owner = owner
@@ -173,14 +175,14 @@ extension SQLStorage {
                     WHERE run_id = ? AND step_id = ? AND attempt = ? AND owner = ? AND state = 'running'
                     """,
                     [
-                        .text(retryAt == nil ? "failed" : "pending"), .text(error), .text(errorType),
-                        retryAt.map { .real($0.timeIntervalSince1970) } ?? .null,
-                        .real(Self.now), .text(run), .text(step), .integer(Int64(attempt)),
+                        .text(retryAfter == nil ? "failed" : "pending"), .text(error), .text(errorType),
+                        retryAfter.map { .real(now + $0) } ?? .null,
+                        .real(self.now), .text(run), .text(step), .integer(Int64(attempt)),
                         .text(owner),
                     ])
                 if connection.changes == 1 {
                     try notify(.ready, connection)
-                    guard retryAt == nil else { return (true, false) }
+                    guard retryAfter == nil else { return (true, false) }
                     // For good: the steps after it never run; the run ends once no step is left running.
                     try skipSteps(after: step, of: run, connection)
                     return (true, try endRunIfDone(run, connection))
@@ -216,7 +218,7 @@ extension SQLStorage {
             SELECT step_id, error FROM steps WHERE run_id = ? AND state = 'failed' ORDER BY ended, position LIMIT 1
             """, [.text(run)]
         ).first
-        let now = Self.now
+        let now = self.now
         if let failed {
             try connection.query(
                 """
@@ -262,7 +264,7 @@ extension SQLStorage {
                 WHERE run_id = ? AND position = ? AND state = 'pending'
                 """,
                 [
-                    .real(Self.now), .text("it did not run: step '\(step)', which it comes after, failed"),
+                    .real(self.now), .text("it did not run: step '\(step)', which it comes after, failed"),
                     .text(run), .integer(Int64(position)),
                 ])
         }

@@ -11,7 +11,7 @@ extension SQLStorage {
         thread.submit(
             write: false,
             { [self] connection -> [ReadyStep] in
-                let now = Self.now
+                let now = self.now
                 let names = workflows.map { _ in "?" }.joined(separator: ", ")
                 let candidates = try connection.query(
                     """

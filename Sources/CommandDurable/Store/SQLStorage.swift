@@ -44,7 +44,7 @@ package final class SQLStorage: @unchecked Sendable {
             thread.submit(
                 write: true,
                 { connection in
-                    let now = Date().timeIntervalSince1970
+                    let now = thread.now
                     try connection.query(
                         "UPDATE steps SET lease_until = ? WHERE owner = ? AND state = 'running'",
                         [.real(now + lease), .text(owner)])
@@ -104,7 +104,8 @@ package final class SQLStorage: @unchecked Sendable {
         feed.post(change)
     }
 
-    static var now: Double { Date().timeIntervalSince1970 }
+    /// Now by the database's clock (on the store's thread: the requests' bodies).
+    var now: Double { thread.now }
 
     /// Runs `body`, turning the database's errors into `DurableError.storage`.
     func wrap<T>(_ body: () async throws -> T) async throws -> T {

@@ -60,6 +60,12 @@ package final class StoreThread: @unchecked Sendable {
     private var loseNextCommit = false
     /// Commits made (for the group-commit figures).
     private let commitCount = Locked(0)
+    /// The database's clock minus this host's, measured at each (re)connection (0 for an embedded
+    /// database): leases are judged by the database's clock, one clock for every process sharing it,
+    /// whatever their hosts' clocks say. Only touched on the thread.
+    private var clockOffset: TimeInterval = 0
+    /// Test hook: how far this host's clock is off (added to every reading of it).
+    private let skew = Locked<TimeInterval>(0)
 
     /// Starts the thread, which opens the connection with `open` (every database call of a store runs on
     /// its thread, opening included); throws what `open` threw (the thread then ends). `begin` begins a
@@ -77,6 +83,7 @@ package final class StoreThread: @unchecked Sendable {
             Thread.current.threadDictionary[StoreThread.marker] = true
             do {
                 connection = try open()
+                measureClock()
                 opened.put(.success(()))
             } catch {
                 opened.put(.failure(error))
@@ -212,6 +219,30 @@ package final class StoreThread: @unchecked Sendable {
     package var lostCommits: Int { condition.lock(); defer { condition.unlock() }; return lost }
     private var lost = 0
 
+    /// Now, in seconds since 1970, by the database's clock (on the thread: the requests' bodies).
+    var now: Double {
+        StoreThread.checkThread()
+        return hostClock + clockOffset
+    }
+
+    private var hostClock: Double { Date().timeIntervalSince1970 + skew.withLock { $0 } }
+
+    /// On the thread, after a connection opened: the database's clock against this host's (half a round
+    /// trip of error).
+    private func measureClock() {
+        let before = hostClock
+        guard let server = try? connection.serverClock() else { return }
+        let after = hostClock
+        clockOffset = server - (before + after) / 2
+    }
+
+    /// Test hook: this host's clock read `seconds` off from now on (measured against the database's at
+    /// the next connection).
+    package func skewHostClock(by seconds: TimeInterval) {
+        skew.withLock { $0 = seconds }
+        submit(write: false, hop: false, { [unowned self] _ in measureClock() }, completion: { _ in })
+    }
+
     /// Test hook: loses the next commit of a batch holding reads and writes (see `loseNextCommit`).
     package func loseTheNextMixedCommit() {
         condition.lock()
@@ -270,6 +301,7 @@ package final class StoreThread: @unchecked Sendable {
                 connection.close()
                 do {
                     connection = try open()
+                    measureClock()
                     CommandLogging.log(.info, command: thread?.name ?? "store", "connection opened again")
                     break
                 } catch {

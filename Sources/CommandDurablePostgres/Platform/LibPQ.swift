@@ -55,6 +55,10 @@ final class PostgresConnection: SQLDatabase {
 
     /// A deadlock (`40P01`) or a serialization failure (`40001`): PostgreSQL failed this transaction to
     /// let another go on; running it again succeeds.
+    func serverClock() throws -> Double? {
+        try query("SELECT extract(epoch from clock_timestamp())::double precision", []).first?.first?.double
+    }
+
     func isConflict(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError else { return false }
         return error.state == "40P01" || error.state == "40001"
