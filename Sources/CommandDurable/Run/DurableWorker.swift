@@ -34,18 +34,21 @@ public final class DurableWorker: Sendable {
     // Guards the steps running, the stop flag and its waiters.
     private let state = Locked(State())
     private let poller: Poller
-    private let subscription = Locked<(any Cancelable)?>(nil)
 
     init(store: DurableStore, concurrency: Int) {
         self.store = store
         self.concurrency = concurrency
         poller = Poller(backstop: store.storage.backstop)
-        let token = store.storage.feed.subscribe { [weak self] change in self?.changed(change) }
-        subscription.withLock { $0 = token }
+        store.route(to: ObjectIdentifier(self)) { [weak self] change in self?.changed(change) }
         poller.start { [weak self] done in
             guard let self else { return done() }
             look(done)
         }
+    }
+
+    deinit {
+        poller.stop()
+        store.unroute(ObjectIdentifier(self))
     }
 
     /// How many steps it runs now.
@@ -54,10 +57,7 @@ public final class DurableWorker: Sendable {
     /// Claims nothing more; returns once the steps it runs have ended (and been recorded).
     public func stop() async {
         poller.stop()
-        subscription.withLock { token in
-            defer { token = nil }
-            return token
-        }?.cancel()
+        store.unroute(ObjectIdentifier(self))
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
                 state.stopping = true

@@ -17,7 +17,7 @@ final class RunExecution: Sendable {
     // Guards the first failure (the step and the error itself) and the cancel flag.
     private let state = Locked<(failure: (step: String, error: any Error)?, cancelled: Bool)>((nil, false))
     // Guards the steps claimed ahead (with the completion of the step before them), by index.
-    private let claimedAhead = Locked<[Int: (attempt: Int, failures: Int)]>([:])
+    private let claimedAhead = Locked<[Int: StepClaim]>([:])
     // Guards, for each step, how many of the steps it comes after have not ended here yet.
     private let remaining: Locked<[Int]>
 
@@ -54,7 +54,7 @@ final class RunExecution: Sendable {
         }
     }
 
-    func claimedAhead(_ claimed: [String: (attempt: Int, failures: Int)]) {
+    func claimedAhead(_ claimed: [String: StepClaim]) {
         guard !claimed.isEmpty else { return }
         claimedAhead.withLock { ahead in
             for (index, id) in ids.enumerated() { if let claim = claimed[id] { ahead[index] = claim } }
@@ -62,7 +62,7 @@ final class RunExecution: Sendable {
     }
 
     /// The claim made for step `index` ahead of it, taken once.
-    func takeClaimAhead(_ index: Int) -> (attempt: Int, failures: Int)? {
+    func takeClaimAhead(_ index: Int) -> StepClaim? {
         claimedAhead.withLock { $0.removeValue(forKey: index) }
     }
 

@@ -124,10 +124,7 @@ public final class DurableStore: Sendable {
         // A cancel recorded by any process the store hears of (this one's at once; on a server's store,
         // every process's through its notifications) reaches the run running here at once; the poll
         // covers what no notification announces.
-        let token = storage.feed.subscribe { [weak self] change in
-            guard case .cancelled(let run) = change, let self else { return }
-            state.withLock { $0.active[run] }?.cancelHere()
-        }
+        let token = storage.feed.subscribe { [weak self] change in self?.route(change) }
         subscription.withLock { $0 = token }
         cancelPoll.start { [weak self] done in
             guard let self else { return done() }
@@ -147,6 +144,24 @@ public final class DurableStore: Sendable {
         cancelPoll.stop()
         storage.close()
     }
+
+    /// The store's one subscription to its change feed: a cancel reaches the run running here, a run's end
+    /// the enqueued runs awaited, every change the workers.
+    private func route(_ change: StoreChange) {
+        if case .cancelled(let run) = change { state.withLock { $0.active[run] }?.cancelHere() }
+        awaited.changed(change)
+        for worker in workers.withLock({ Array($0.values) }) { worker(change) }
+    }
+
+    // Guards the workers told of the store's changes, by worker.
+    private let workers = Locked<[ObjectIdentifier: @Sendable (StoreChange) -> Void]>([:])
+
+    /// Tells `worker` of the store's changes until ``unroute(_:)``.
+    func route(to worker: ObjectIdentifier, _ changed: @escaping @Sendable (StoreChange) -> Void) {
+        workers.withLock { $0[worker] = changed }
+    }
+
+    func unroute(_ worker: ObjectIdentifier) { _ = workers.withLock { $0.removeValue(forKey: worker) } }
 
     /// Registers `workflow` (its runs can be started and resumed here). Throws
     /// ``DurableError/duplicateWorkflow(_:)`` if a workflow with its name is registered.

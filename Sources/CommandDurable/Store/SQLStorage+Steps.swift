@@ -123,7 +123,7 @@ extension SQLStorage {
                 try notify(.ready, connection)
                 // The steps made ready by this one, claimed in the same transaction (a chain's next step
                 // needs no claim of its own): only pending ones with no backoff left, of a run not cancelled.
-                var claimed: [String: (attempt: Int, failures: Int)] = [:]
+                var claimed: [String: StepClaim] = [:]
                 for candidate in next {
                     try connection.query(
                         """
@@ -146,7 +146,7 @@ extension SQLStorage {
                             [.text(run), .text(candidate.step), .text(owner)]
                         ).first
                     else { continue }
-                    claimed[candidate.step] = (Int(row[0].int ?? 1), Int(row[1].int ?? 0))
+                    claimed[candidate.step] = StepClaim(attempt: Int(row[0].int ?? 1), failures: Int(row[1].int ?? 0))
                 }
                 let ended = try endRunIfDone(run, connection)
                 return CompleteResult(recorded: true, claimed: claimed, endedRun: ended)

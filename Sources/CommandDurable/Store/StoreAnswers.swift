@@ -98,12 +98,17 @@ struct RecordedFailure: Sendable, Equatable {
 
 /// The answer to a completion: recorded (false: refused, the claim no longer held the step), and the
 /// steps claimed with it (their attempt and failures so far).
-struct CompleteResult: @unchecked Sendable {
-    // `@unchecked Sendable`: immutable values only (a tuple's labels keep it from being inferred).
+struct CompleteResult: Sendable {
     let recorded: Bool
-    let claimed: [String: (attempt: Int, failures: Int)]
+    let claimed: [String: StepClaim]
     /// It was the run's last step to end: the run's end is recorded with it.
     let endedRun: Bool
+}
+
+/// A claim this process holds on a step: its attempt (1 first) and the failures before it.
+struct StepClaim: Sendable, Equatable {
+    let attempt: Int
+    let failures: Int
 }
 
 /// The answer to a claim.

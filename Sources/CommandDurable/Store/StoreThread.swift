@@ -23,7 +23,7 @@ import Foundation
 /// had begun (a write in the transaction being retried) may still commit, its answer dropped.
 package final class StoreThread: @unchecked Sendable {
     // `@unchecked Sendable`: `pending`, `stopping`, `lost` and `loseNextCommit` are guarded by
-    // `condition`; the connection is made and touched only by the thread.
+    // `condition`; `connection`, `conflicted` and `clockOffset` are made and touched only by the thread.
     private struct Request {
         let write: Bool
         /// An awaiting caller's: abandoned when the connection is not back by then.
