@@ -48,12 +48,12 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func cancellingAnUnknownRun_throwsUnknownRun(kind: StoreKind) async throws {
-        guard let place = try await StorePlace.make(kind) else { return }
-        defer { place.remove() }
-        let store = try await place.open()
-        defer { store.close() }
+        guard let (place, store) = try await freshStore(kind, Ids.self) else { return }
+        defer {
+            store.close()
+            place.remove()
+        }
         await #expect(throws: DurableError.unknownRun("typo")) { try await store.cancel(runID: "typo") }
-        try store.register(Ids.self)
         #expect(try await store.start(Ids.self, id: "done", input: "s").value == 1)
         try await store.cancel(runID: "done")  // known and ended: stays as it ended
         #expect(try await store.runs().first?.state == .completed)
@@ -63,17 +63,10 @@ import Testing
         "postgres+asyncpg://app:S3cret@db.internal:5432/app", "mysql://app:S3cret@db.internal/app", "app-database",
     ])
     func aLocationThatIsNotPostgreSQLs_isRefused_withoutItsPassword(location: String) async throws {
-        do {
-            _ = try await DurableStore(postgres: location)
-            Issue.record("\(location) was accepted")
-        } catch let error as DurableError {
-            guard case .storage(let message) = error else {
-                Issue.record("\(error)")
-                return
-            }
-            #expect(message.contains("not a PostgreSQL location"), "\(message)")
-            #expect(!message.contains("S3cret"), "\(message)")
-        }
+        let refusal = await storageMessage { try await DurableStore(postgres: location) }
+        let message = try #require(refusal.message, "\(location): \(refusal.other)")
+        #expect(message.contains("not a PostgreSQL location"), "\(message)")
+        #expect(!message.contains("S3cret"), "\(message)")
     }
 
     struct Renamed: DurableWorkflow {
@@ -192,33 +185,26 @@ import Testing
 
     /// A directory, a URL that is not a file's, a folder that does not exist, and (where this process is
     /// not root, which writes anything) a read-only file: a clear `.storage`, and nothing created.
-    @Test func aPathThatCannotHoldAStore_isRefused_creatingNothing() throws {
+    @Test func aPathThatCannotHoldAStore_isRefused_creatingNothing() async throws {
         let folder = TemporaryFolder()
         defer { folder.remove() }
-        func refusal(_ open: () throws -> DurableStore) -> String? {
-            do {
-                _ = try open()
-                return nil
-            } catch let error as DurableError {
-                guard case .storage(let message) = error else { return "\(error)" }
-                return message
-            } catch {
-                return "\(error)"
-            }
+        func refusal(_ open: () throws -> DurableStore) async -> String? {
+            let refused = await storageMessage { try open() }
+            return refused.message ?? refused.other
         }
-        let directory = refusal { try DurableStore(path: folder.url.path) }
+        let directory = await refusal { try DurableStore(path: folder.url.path) }
         #expect(directory?.contains("is a directory") == true, "\(String(describing: directory))")
-        let remote = refusal { try DurableStore(path: URL(string: "https://example.com/x.sqlite")!) }
+        let remote = await refusal { try DurableStore(path: URL(string: "https://example.com/x.sqlite")!) }
         #expect(remote?.contains("is not a file URL") == true, "\(String(describing: remote))")
         #expect(!FileManager.default.fileExists(atPath: "/x.sqlite"))
-        let missing = refusal { try DurableStore(path: folder.file("no/such/folder.sqlite")) }
+        let missing = await refusal { try DurableStore(path: folder.file("no/such/folder.sqlite")) }
         #expect(missing?.contains("does not exist") == true, "\(String(describing: missing))")
         if getuid() != 0 {
             let path = folder.file("read-only.sqlite")
             try DurableStore(path: path).close()
             try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: path)
             for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            let readOnly = refusal { try DurableStore(path: path) }
+            let readOnly = await refusal { try DurableStore(path: path) }
             #expect(readOnly?.contains("read-only") == true, "\(String(describing: readOnly))")
             #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
         }
@@ -283,12 +269,11 @@ import Testing
     @Test(arguments: StoreKind.allCases) func filtersCombine_pagesFollowEachOther_andRecordsCarryValues(kind: StoreKind)
         async throws
     {
-        guard let place = try await StorePlace.make(kind) else { return }
-        defer { place.remove() }
-        let store = try await place.open()
-        defer { store.close() }
-        try store.register(Sum.self)
-        try store.register(DurableInputTests.Ids.self)
+        guard let (place, store) = try await freshStore(kind, Sum.self, DurableInputTests.Ids.self) else { return }
+        defer {
+            store.close()
+            place.remove()
+        }
         for index in 0..<5 {
             #expect(
                 try await store.start(Sum.self, id: "sum-\(index)", input: .init(tag: "\(kind)-records")).value == 5)

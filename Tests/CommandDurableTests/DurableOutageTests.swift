@@ -35,12 +35,9 @@ import Testing
     /// The server stopped for `seconds` under two workers (two stores of their own, concurrency 4 each)
     /// working 60 runs: every run completes with its value, every step recorded completed.
     @Test(arguments: [15, 60]) func anOutage_underWorkers_failsNoRun(seconds: Int) async throws {
-        guard try await SharedPostgres.available() != nil else { return }
         if seconds > 15 && !Self.longOutage { return }
-        // A server of its own: stopping it would cut the other tests' connections.
-        let server = try await ThrowawayPostgres.start()
+        guard let (server, url) = try await ownPostgres() else { return }
         defer { server.stop() }
-        let url = try await server.makeDatabase()
         let web = try await DurableStore(postgres: url)
         defer { web.close() }
         try web.register(Fan.self)
@@ -89,10 +86,8 @@ import Testing
     /// returns once the server is back. A pool thread held by an await would stop the heartbeat for the
     /// whole outage.
     @Test func awaitsDuringAnOutage_holdNoThreadOfThePool() async throws {
-        guard try await SharedPostgres.available() != nil else { return }
-        let server = try await ThrowawayPostgres.start()
+        guard let (server, url) = try await ownPostgres() else { return }
         defer { server.stop() }
-        let url = try await server.makeDatabase()
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let log = folder.file("heartbeat")
@@ -141,17 +136,10 @@ import Testing
     /// Past the store's patience without a connection, an await throws `.storage` naming the place.
     @Test func anAwait_pastItsPatience_throwsStorageNamingThePlace() async throws {
         try await Self.duringAnOutage(patience: .milliseconds(300)) { server, store in
-            do {
-                _ = try await store.start(Ids.self, id: "late", input: "s")
-                Issue.record("the start returned without a server")
-            } catch let error as DurableError {
-                guard case .storage(let message) = error else {
-                    Issue.record("\(error)")
-                    return
-                }
-                #expect(message.contains("PostgreSQL at 127.0.0.1:\(server.port)"), "\(message)")
-                #expect(!message.contains(server.password), "\(message)")
-            }
+            let refusal = await storageMessage { try await store.start(Ids.self, id: "late", input: "s") }
+            let message = try #require(refusal.message, "\(refusal.other)")
+            #expect(message.contains("PostgreSQL at 127.0.0.1:\(server.port)"), "\(message)")
+            #expect(!message.contains(server.password), "\(message)")
             try await server.startAgain()
         }
     }
@@ -161,10 +149,9 @@ import Testing
     static func duringAnOutage(
         patience: Duration = .seconds(10), _ body: (ThrowawayPostgres, DurableStore) async throws -> Void
     ) async throws {
-        guard try await SharedPostgres.available() != nil else { return }
-        let server = try await ThrowawayPostgres.start()
+        guard let (server, url) = try await ownPostgres() else { return }
         defer { server.stop() }
-        let store = try await DurableStore(postgres: try await server.makeDatabase(), patience: patience)
+        let store = try await DurableStore(postgres: url, patience: patience)
         defer { store.close() }
         try store.register(Ids.self)
         try await server.halt()

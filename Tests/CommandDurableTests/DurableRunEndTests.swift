@@ -52,12 +52,12 @@ struct SideStep: DurableWorkflow {
 
     @Test(arguments: StoreKind.allCases, Mode.allCases)
     func aSideStep_runsAndIsRecorded_andTheRunEndsOnlyWithIt(kind: StoreKind, mode: Mode) async throws {
-        guard let place = try await StorePlace.make(kind) else { return }
-        defer { place.remove() }
+        guard let (place, store) = try await freshStore(kind, SideStep.self) else { return }
+        defer {
+            store.close()
+            place.remove()
+        }
         let tag = "\(kind)-\(mode)-side"
-        let store = try await place.open()
-        defer { store.close() }
-        try store.register(SideStep.self)
         var worker: DurableWorker?
         var other: DurableStore?
         if mode != .started {
@@ -106,12 +106,12 @@ struct SideStep: DurableWorkflow {
 
     @Test(arguments: StoreKind.allCases, [false, true])
     func aSideStepThatFails_failsTheRun_byTheSameRule(kind: StoreKind, enqueued: Bool) async throws {
-        guard let place = try await StorePlace.make(kind) else { return }
-        defer { place.remove() }
+        guard let (place, store) = try await freshStore(kind, FailingSide.self) else { return }
+        defer {
+            store.close()
+            place.remove()
+        }
         let tag = "\(kind)-\(enqueued)-failing-side"
-        let store = try await place.open()
-        defer { store.close() }
-        try store.register(FailingSide.self)
         let worker = enqueued ? try store.work(concurrency: 4) : nil
         let run =
             enqueued

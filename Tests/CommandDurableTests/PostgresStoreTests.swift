@@ -306,11 +306,8 @@ import Testing
     /// The server restarted under a worker (every connection cut): the worker and this process open their
     /// connections again, and every run completes with nothing lost.
     @Test func aServerRestart_underAWorker_losesNoRecord() async throws {
-        guard try await SharedPostgres.available() != nil else { return }
-        // A server of its own: a restart would cut the other tests' connections.
-        let server = try await ThrowawayPostgres.start()
+        guard let (server, url) = try await ownPostgres() else { return }
         defer { server.stop() }
-        let url = try await server.makeDatabase()
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let log = folder.file("steps.log")
@@ -387,11 +384,11 @@ import Testing
     @Test(arguments: StoreKind.allCases) func aCancelFromAnotherStore_reachesAStartedRunsStep_promptly(
         kind: StoreKind
     ) async throws {
-        guard let place = try await StorePlace.make(kind) else { return }
-        defer { place.remove() }
-        let runner = try await place.open()
-        defer { runner.close() }
-        try runner.register(Waits.self)
+        guard let (place, runner) = try await freshStore(kind, Waits.self) else { return }
+        defer {
+            runner.close()
+            place.remove()
+        }
         let other = try await place.open()
         defer { other.close() }
         let tag = "\(kind)-started-waits"

@@ -154,3 +154,36 @@ enum SharedPostgres {
         }
     }
 }
+
+/// The message of the ``DurableError/storage(message:)`` that `body` throws; nil when it returns, or
+/// throws anything else (described in `other`).
+func storageMessage<T>(_ body: () async throws -> T) async -> (message: String?, other: String) {
+    do {
+        _ = try await body()
+        return (nil, "it returned")
+    } catch let error as DurableError {
+        if case .storage(let message) = error { return (message, "") }
+        return (nil, "\(error)")
+    } catch {
+        return (nil, "\(error)")
+    }
+}
+
+/// A PostgreSQL server of the test's own (stopping or restarting it would cut the other tests'
+/// connections) and a fresh database's URL; nil where PostgreSQL is not installed (see `SharedPostgres`).
+func ownPostgres() async throws -> (server: ThrowawayPostgres, url: String)? {
+    guard try await SharedPostgres.available() != nil else { return nil }
+    let server = try await ThrowawayPostgres.start()
+    return (server, try await server.makeDatabase())
+}
+
+/// A fresh place of `kind` and a store open on it with `workflows` registered; nil where PostgreSQL is not
+/// installed (see `StorePlace.make`). The caller closes the store and removes the place.
+func freshStore(_ kind: StoreKind, _ workflows: any DurableWorkflow.Type...) async throws -> (
+    place: StorePlace, store: DurableStore
+)? {
+    guard let place = try await StorePlace.make(kind) else { return nil }
+    let store = try await place.open()
+    for workflow in workflows { try store.register(workflow) }
+    return (place, store)
+}

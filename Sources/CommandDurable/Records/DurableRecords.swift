@@ -32,21 +32,6 @@ public struct DurableStepRecord: Sendable, Equatable {
     public let owner: String?
     /// Its recorded value, encoded (JSON), once completed; nil for a step without a value.
     public let value: Data?
-
-    public init(
-        id: String, state: DurableRunState, attempts: Int, lastError: String?, started: Date?, ended: Date?,
-        nextAttempt: Date?, owner: String?, value: Data? = nil
-    ) {
-        self.id = id
-        self.state = state
-        self.attempts = attempts
-        self.lastError = lastError
-        self.started = started
-        self.ended = ended
-        self.nextAttempt = nextAttempt
-        self.owner = owner
-        self.value = value
-    }
 }
 
 /// A run as the store recorded it.
@@ -64,21 +49,6 @@ public struct DurableRunRecord: Sendable, Equatable {
     public let input: Data?
     /// Its value, encoded (JSON): the final step's, once the run completed.
     public let output: Data?
-
-    public init(
-        id: String, workflow: String, state: DurableRunState, created: Date, updated: Date,
-        steps: [DurableStepRecord], error: String?, input: Data? = nil, output: Data? = nil
-    ) {
-        self.id = id
-        self.workflow = workflow
-        self.state = state
-        self.created = created
-        self.updated = updated
-        self.steps = steps
-        self.error = error
-        self.input = input
-        self.output = output
-    }
 }
 
 /// Which runs ``DurableStore/runs(_:)`` lists: every condition given holds (they combine), in the order
