@@ -48,11 +48,9 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func cancellingAnUnknownRun_throwsUnknownRun(kind: StoreKind) async throws {
-        guard let (place, store) = try await freshStore(kind, Ids.self) else { return }
-        defer {
-            store.close()
-            place.remove()
-        }
+        guard let fresh = try await freshStore(kind, Ids.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
         await #expect(throws: DurableError.unknownRun("typo")) { try await store.cancel(runID: "typo") }
         #expect(try await store.start(Ids.self, id: "done", input: "s").value == 1)
         try await store.cancel(runID: "done")  // known and ended: stays as it ended
@@ -269,11 +267,9 @@ import Testing
     @Test(arguments: StoreKind.allCases) func filtersCombine_pagesFollowEachOther_andRecordsCarryValues(kind: StoreKind)
         async throws
     {
-        guard let (place, store) = try await freshStore(kind, Sum.self, DurableInputTests.Ids.self) else { return }
-        defer {
-            store.close()
-            place.remove()
-        }
+        guard let fresh = try await freshStore(kind, Sum.self, DurableInputTests.Ids.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
         for index in 0..<5 {
             #expect(
                 try await store.start(Sum.self, id: "sum-\(index)", input: .init(tag: "\(kind)-records")).value == 5)

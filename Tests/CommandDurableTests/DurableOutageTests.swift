@@ -86,11 +86,11 @@ import Testing
     /// returns once the server is back. A pool thread held by an await would stop the heartbeat for the
     /// whole outage.
     @Test func awaitsDuringAnOutage_holdNoThreadOfThePool() async throws {
+        let folder = TemporaryFolder()
+        let log = folder.file("heartbeat")
+        defer { folder.remove() }
         guard let (server, url) = try await ownPostgres() else { return }
         defer { server.stop() }
-        let folder = TemporaryFolder()
-        defer { folder.remove() }
-        let log = folder.file("heartbeat")
         let child = try DurableKillTests.Child(
             store: url, log: log, seed: 1, environment: ["DURABLE_WORKER_MODE": "heartbeat"])
         #expect(await eventually { FileManager.default.fileExists(atPath: log + ".ready") })

@@ -52,16 +52,14 @@ struct SideStep: DurableWorkflow {
 
     @Test(arguments: StoreKind.allCases, Mode.allCases)
     func aSideStep_runsAndIsRecorded_andTheRunEndsOnlyWithIt(kind: StoreKind, mode: Mode) async throws {
-        guard let (place, store) = try await freshStore(kind, SideStep.self) else { return }
-        defer {
-            store.close()
-            place.remove()
-        }
+        guard let fresh = try await freshStore(kind, SideStep.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
         let tag = "\(kind)-\(mode)-side"
         var worker: DurableWorker?
         var other: DurableStore?
         if mode != .started {
-            let workers = try await place.open()
+            let workers = try await fresh.place.open()
             try workers.register(SideStep.self)
             worker = try workers.work(concurrency: 4)
             other = workers
@@ -106,11 +104,9 @@ struct SideStep: DurableWorkflow {
 
     @Test(arguments: StoreKind.allCases, [false, true])
     func aSideStepThatFails_failsTheRun_byTheSameRule(kind: StoreKind, enqueued: Bool) async throws {
-        guard let (place, store) = try await freshStore(kind, FailingSide.self) else { return }
-        defer {
-            store.close()
-            place.remove()
-        }
+        guard let fresh = try await freshStore(kind, FailingSide.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
         let tag = "\(kind)-\(enqueued)-failing-side"
         let worker = enqueued ? try store.work(concurrency: 4) : nil
         let run =

@@ -384,12 +384,10 @@ import Testing
     @Test(arguments: StoreKind.allCases) func aCancelFromAnotherStore_reachesAStartedRunsStep_promptly(
         kind: StoreKind
     ) async throws {
-        guard let (place, runner) = try await freshStore(kind, Waits.self) else { return }
-        defer {
-            runner.close()
-            place.remove()
-        }
-        let other = try await place.open()
+        guard let fresh = try await freshStore(kind, Waits.self) else { return }
+        defer { fresh.close() }
+        let runner = fresh.store
+        let other = try await fresh.place.open()
         defer { other.close() }
         let tag = "\(kind)-started-waits"
         let run = try await runner.start(Waits.self, id: "s", input: tag)

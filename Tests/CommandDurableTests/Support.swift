@@ -178,12 +178,20 @@ func ownPostgres() async throws -> (server: ThrowawayPostgres, url: String)? {
 }
 
 /// A fresh place of `kind` and a store open on it with `workflows` registered; nil where PostgreSQL is not
-/// installed (see `StorePlace.make`). The caller closes the store and removes the place.
-func freshStore(_ kind: StoreKind, _ workflows: any DurableWorkflow.Type...) async throws -> (
-    place: StorePlace, store: DurableStore
-)? {
+/// installed (see `StorePlace.make`). `close()` closes the store and removes the place.
+func freshStore(_ kind: StoreKind, _ workflows: any DurableWorkflow.Type...) async throws -> FreshStore? {
     guard let place = try await StorePlace.make(kind) else { return nil }
     let store = try await place.open()
     for workflow in workflows { try store.register(workflow) }
-    return (place, store)
+    return FreshStore(place: place, store: store)
+}
+
+struct FreshStore {
+    let place: StorePlace
+    let store: DurableStore
+
+    func close() {
+        store.close()
+        place.remove()
+    }
 }
