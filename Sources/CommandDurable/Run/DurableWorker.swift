@@ -20,7 +20,7 @@ import Foundation
 /// store tells only its own workers and runs), and otherwise as a backstop: every 50 ms on SQLite, a third of the lease (50 ms
 /// to 1 s) on a server. The store's answers arrive on the store's thread or a global queue; each step's
 /// command runs on its own queue. **Stop:** ``stop()`` claims nothing more and returns once the steps it runs have
-/// ended and been recorded. A run cancelled from any process has its steps here cancelled at the next
+/// ended and been recorded (a cancel recorded meanwhile still reaches them). A run cancelled from any process has its steps here cancelled at the next
 /// look.
 public final class DurableWorker: Sendable {
     private struct State {
@@ -56,8 +56,12 @@ public final class DurableWorker: Sendable {
 
     /// Claims nothing more; returns once the steps it runs have ended (and been recorded).
     public func stop() async {
-        poller.stop()
-        store.unroute(ObjectIdentifier(self))
+        // While it drains it claims nothing, but still hears of cancels (the store's notifications, and its
+        // looks): a step of a run cancelled meanwhile ends, so the drain ends.
+        defer {
+            poller.stop()
+            store.unroute(ObjectIdentifier(self))
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
                 state.stopping = true
@@ -86,12 +90,12 @@ public final class DurableWorker: Sendable {
                 Set(state.inFlight.values.map(\.runID))
             )
         }
-        if stopping { return done() }
         store.storage.cancelRequested(among: Array(runs)) { [self] cancelled in
             guard !cancelled.isEmpty else { return }
             let doomed = state.withLock { state in state.inFlight.values.filter { cancelled.contains($0.runID) } }
             for command in doomed { command.cancel() }
         }
+        if stopping { return done() }  // draining: cancels only, nothing claimed
         store.storage.readySteps(workflows: store.registeredNames, excluding: busy, limit: free) { [self] answer in
             for ready in (try? answer.get()) ?? [] { start(ready) }
             done()
