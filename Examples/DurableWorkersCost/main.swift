@@ -115,27 +115,47 @@ func enqueueRate(_ open: () async throws -> DurableStore, count: Int) async thro
     return Double(count) / Date().timeIntervalSince(start)
 }
 
-print("PostgreSQL 15, fsync on, synchronous_commit on; \(ProcessInfo.processInfo.activeProcessorCount) cores")
-var floorRounds: [Double] = []
-var singleRounds: [Double] = []
-for _ in 0..<3 {
-    let floorURL = try await freshDatabase()
-    floorRounds.append(try PostgresMeasurements.floor(url: floorURL, steps: steps, durability: .full) / Double(steps))
-    singleRounds.append(try await workers(processes: 1, concurrency: 1, runs: steps / 10))
+/// Runs per second recorded by `enqueue(_:runs:)`, `count` at once (one transaction).
+func bulkEnqueueRate(_ open: () async throws -> DurableStore, count: Int) async throws -> Double {
+    let store = try await open()
+    defer { store.close() }
+    try store.register(OneStep.self)
+    let entries = (0..<count).map { (id: "b-\($0)", input: $0) }
+    let start = Date()
+    try await store.enqueue(OneStep.self, runs: entries)
+    let rate = Double(count) / Date().timeIntervalSince(start)
+    let recorded = try await store.runs(.init(limit: count + 1)).count
+    precondition(recorded == count, "\(recorded) runs recorded of \(count)")
+    return rate
 }
-let floor = median(floorRounds), single = median(singleRounds)
-print(
-    String(
-        format: "a step, one at a time: worker %.0f us, floor (bare libpq, 2 transactions) %.0f us: %.2fx",
-        single * 1e6, floor * 1e6, single / floor))
-for processes in [1, 2, 4] {
-    var rounds: [Double] = []
-    for _ in 0..<3 { rounds.append(try await workers(processes: processes, concurrency: 4, runs: steps / 10)) }
-    let perStep = median(rounds)
+
+/// `--enqueue`: only the enqueue rows (one by one, and in bulk).
+let enqueueOnly = arguments.contains("--enqueue")
+
+print("PostgreSQL 15, fsync on, synchronous_commit on; \(ProcessInfo.processInfo.activeProcessorCount) cores")
+if !enqueueOnly {
+    var floorRounds: [Double] = []
+    var singleRounds: [Double] = []
+    for _ in 0..<3 {
+        let floorURL = try await freshDatabase()
+        floorRounds.append(
+            try PostgresMeasurements.floor(url: floorURL, steps: steps, durability: .full) / Double(steps))
+        singleRounds.append(try await workers(processes: 1, concurrency: 1, runs: steps / 10))
+    }
+    let floor = median(floorRounds), single = median(singleRounds)
     print(
         String(
-            format: "%d worker process(es) of concurrency 4: %.0f steps/s (%.0f us a step)", processes, 1 / perStep,
-            perStep * 1e6))
+            format: "a step, one at a time: worker %.0f us, floor (bare libpq, 2 transactions) %.0f us: %.2fx",
+            single * 1e6, floor * 1e6, single / floor))
+    for processes in [1, 2, 4] {
+        var rounds: [Double] = []
+        for _ in 0..<3 { rounds.append(try await workers(processes: processes, concurrency: 4, runs: steps / 10)) }
+        let perStep = median(rounds)
+        print(
+            String(
+                format: "%d worker process(es) of concurrency 4: %.0f steps/s (%.0f us a step)", processes, 1 / perStep,
+                perStep * 1e6))
+    }
 }
 let enqueueCount = 10_000
 var postgresRounds: [Double] = []
@@ -143,13 +163,25 @@ var sqliteRounds: [Double] = []
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("durable-workers-cost-\(getpid())")
 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: folder) }
+var postgresBulk: [Double] = []
+var sqliteBulk: [Double] = []
 for round in 0..<3 {
     let url = try await freshDatabase()
     postgresRounds.append(try await enqueueRate({ try await DurableStore(postgres: url) }, count: enqueueCount))
+    let bulkURL = try await freshDatabase()
+    postgresBulk.append(try await bulkEnqueueRate({ try await DurableStore(postgres: bulkURL) }, count: enqueueCount))
     let path = folder.appendingPathComponent("store-\(round).sqlite").path
     sqliteRounds.append(try await enqueueRate({ try DurableStore(path: path) }, count: enqueueCount))
+    let bulkPath = folder.appendingPathComponent("bulk-\(round).sqlite").path
+    sqliteBulk.append(try await bulkEnqueueRate({ try DurableStore(path: bulkPath) }, count: enqueueCount))
 }
 print(
     String(
         format: "enqueue of %d runs, one after the other: PostgreSQL %.0f runs/s, SQLite file %.0f runs/s",
         enqueueCount, median(postgresRounds), median(sqliteRounds)))
+print(
+    String(
+        format:
+            "enqueue of %d runs in one call (one transaction): PostgreSQL %.0f runs/s (%.1fx), SQLite file %.0f runs/s (%.1fx)",
+        enqueueCount, median(postgresBulk), median(postgresBulk) / median(postgresRounds), median(sqliteBulk),
+        median(sqliteBulk) / median(sqliteRounds)))

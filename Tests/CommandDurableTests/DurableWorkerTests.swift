@@ -145,3 +145,41 @@ import Testing
         #expect(try await store.runs(.state(.completed)).count == 4)
     }
 }
+
+/// Many runs recorded at once: one transaction, nothing recorded when one of them is refused.
+@Suite struct DurableBulkTests {
+    @Test(arguments: StoreKind.allCases) func manyRunsAtOnce_areRecordedTogether_orNotAtAll(kind: StoreKind)
+        async throws
+    {
+        guard let fresh = try await freshStore(kind, Sum.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        // 250 runs: three statements of up to 100 rows for the runs, eight for their 750 steps.
+        let entries = (0..<250).map { (id: "bulk-\($0)", input: Sum.Input(tag: "\(kind)-bulk-\($0)")) }
+        let enqueued = try await store.enqueue(Sum.self, runs: entries)
+        #expect(enqueued.map(\.id) == entries.map(\.id))
+        #expect(try await store.runs(.state(.running)).count == 250)
+
+        // Refused as a whole: an id given twice, or (with .fail) an id the store has.
+        await #expect(throws: DurableError.self) {
+            try await store.enqueue(Sum.self, runs: [("twice", .init(tag: "t")), ("twice", .init(tag: "t"))])
+        }
+        await #expect(throws: DurableError.runExists("bulk-7")) {
+            try await store.enqueue(
+                Sum.self, runs: [("new-1", .init(tag: "n")), ("bulk-7", .init(tag: "n"))], ifExists: .fail)
+        }
+        #expect(try await store.runs().count == 250)
+
+        // With .keep, the runs it has are given back and the others recorded.
+        let kept = try await store.enqueue(Sum.self, runs: [("bulk-0", .init(tag: "x")), ("new-2", .init(tag: "x"))])
+        #expect(kept.map(\.id) == ["bulk-0", "new-2"])
+        #expect(try await store.runs().count == 251)
+
+        let worker = try store.work(concurrency: 8)
+        for run in enqueued + kept { #expect(try await run.value == 5) }
+        let started = try await store.start(Sum.self, runs: (0..<3).map { ("started-\($0)", .init(tag: "s\($0)")) })
+        for run in started { #expect(try await run.value == 5) }
+        await worker.stop()
+        #expect(try await store.runs(.state(.completed)).count == 254)
+    }
+}

@@ -75,8 +75,8 @@ final class RunExecution: Sendable {
 
     func markCancelled() { state.withLock { $0.cancelled = true } }
 
-    // Guards whether a step's own failure for good was recorded (the store then applies the rule for
-    // the run's end itself).
+    // Guards whether a step's failure for good is in the record (recorded by this process's attempt, or
+    // found recorded by a claim): the store then applies the rule for the run's end itself.
     private let failureRecorded = Locked(false)
     func markFailureRecorded() { failureRecorded.withLock { $0 = true } }
     var stepFailureRecorded: Bool { failureRecorded.withLock { $0 } }

@@ -84,6 +84,9 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 let poll = Date().addingTimeInterval(min(max(execution.storage.leaseSeconds / 3, 0.01), 1))
                 wait(until: min(until.addingTimeInterval(0.001), poll), result)
             case .success(.failed(let message)):
+                // Recorded failed (by another attempt, or a step before it failed): the record carries the
+                // failure, and the rule for the run's end applies with it; nothing more to record.
+                execution.markFailureRecorded()
                 fail(result, DurableError.stepFailed(step: definition.id, message: message))
             case .success(.runCancelled):
                 execution.markCancelled()

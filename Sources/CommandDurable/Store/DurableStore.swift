@@ -187,7 +187,17 @@ public final class DurableStore: Sendable {
     public func start<W: DurableWorkflow>(
         _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
     ) async throws -> DurableRun<W.Output> {
-        try await record(W.self, id: id, input: input, ifExists: ifExists, runHere: true)
+        try await record(W.self, [(id, input)], ifExists: ifExists, runHere: true)[0]
+    }
+
+    /// Starts many runs of `workflow` at once: recorded in one transaction (nothing recorded if one
+    /// fails: an invalid flow, an id given twice, with `.fail` an id the store has), then run. The runs
+    /// in the order of `runs`; `ifExists` as for one run.
+    @discardableResult
+    public func start<W: DurableWorkflow>(
+        _ workflow: W.Type, runs: [(id: String, input: W.Input)], ifExists: DurableIfExists = .keep
+    ) async throws -> [DurableRun<W.Output>] {
+        try await record(W.self, runs, ifExists: ifExists, runHere: true)
     }
 
     /// Records a run of `workflow` for the workers (``work(concurrency:)``, in this process or another
@@ -204,7 +214,17 @@ public final class DurableStore: Sendable {
     public func enqueue<W: DurableWorkflow>(
         _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
     ) async throws -> DurableRun<W.Output> {
-        try await record(W.self, id: id, input: input, ifExists: ifExists, runHere: false)
+        try await record(W.self, [(id, input)], ifExists: ifExists, runHere: false)[0]
+    }
+
+    /// Records many runs of `workflow` for the workers at once, in one transaction (multi-row inserts:
+    /// nothing recorded if one fails, as for ``start(_:runs:ifExists:)``), and returns them in the order
+    /// of `runs`, each watched only once its end is asked for.
+    @discardableResult
+    public func enqueue<W: DurableWorkflow>(
+        _ workflow: W.Type, runs: [(id: String, input: W.Input)], ifExists: DurableIfExists = .keep
+    ) async throws -> [DurableRun<W.Output>] {
+        try await record(W.self, runs, ifExists: ifExists, runHere: false)
     }
 
     /// The run `id` of `workflow`, as recorded (by this process or another), without its input: ended, its
@@ -230,36 +250,61 @@ public final class DurableStore: Sendable {
         return run
     }
 
-    /// `start` and `enqueue`: one path, which runs the steps here or leaves them to the workers.
+    /// `start` and `enqueue`, of one run or many: one path, which records the runs in one transaction,
+    /// then runs their steps here or leaves them to the workers.
     private func record<W: DurableWorkflow>(
-        _: W.Type, id: String, input: W.Input, ifExists: DurableIfExists, runHere: Bool
-    ) async throws -> DurableRun<W.Output> {
+        _: W.Type, _ entries: [(id: String, input: W.Input)], ifExists: DurableIfExists, runHere: Bool
+    ) async throws -> [DurableRun<W.Output>] {
         guard registered(W.name) != nil else { throw DurableError.unknownWorkflow(W.name) }
-        try DurableFlow.checkRunID(id, workflow: W.name)
-        if runHere, let running = state.withLock({ $0.active[id] }) {
-            if ifExists == .fail { throw DurableError.runExists(id) }
-            guard let run = running as? DurableRun<W.Output> else { throw DurableError.runExists(id) }
-            return run
-        }
-        let plan = try Self.plan(W.self, input: input)
-        let created = try await storage.createRun(
-            NewRun(
-                id: id, workflow: W.name, input: try JSONEncoder().encode(input), steps: plan.steps.map(\.id),
-                after: plan.steps.map(\.after), finalStep: plan.finalStep.id))
-        if case .exists(let stored) = created {
-            if ifExists == .fail || stored.workflow != W.name { throw DurableError.runExists(id) }
-            if stored.state.isEnded {
-                let run = DurableRun<W.Output>(
-                    id: id, workflow: W.name, store: self, plan: .ended(stored, codec: plan.finalStep.codec))
-                run.executeQuietly()
-                return run
+        var named = Set<String>()
+        for entry in entries {
+            try DurableFlow.checkRunID(entry.id, workflow: W.name)
+            guard named.insert(entry.id).inserted else {
+                throw DurableError.invalidFlow(
+                    workflow: W.name,
+                    message: "the run id '\(entry.id)' is given twice in one call: give each run its own id")
             }
         }
-        if runHere { return launch(DurableRun<W.Output>.self, id: id, workflow: W.name, plan: plan) }
-        // Watched only once someone asks for its end (`value`, `execute`, a dependency).
-        return DurableRun<W.Output>(
-            id: id, workflow: W.name, store: self,
-            plan: .awaiting(finalStep: plan.finalStep.id, codec: plan.finalStep.codec))
+        // Runs of this process already running: given back as they are (or refused), not recorded again.
+        var given: [String: DurableRun<W.Output>] = [:]
+        if runHere {
+            for entry in entries {
+                guard let running = state.withLock({ $0.active[entry.id] }) else { continue }
+                guard ifExists == .keep, let run = running as? DurableRun<W.Output> else {
+                    throw DurableError.runExists(entry.id)
+                }
+                given[entry.id] = run
+            }
+        }
+        let fresh = entries.filter { given[$0.id] == nil }
+        let plans = try fresh.map { try Self.plan(W.self, input: $0.input) }
+        let records = try zip(fresh, plans).map { entry, plan in
+            NewRun(
+                id: entry.id, workflow: W.name, input: try JSONEncoder().encode(entry.input),
+                steps: plan.steps.map(\.id), after: plan.steps.map(\.after), finalStep: plan.finalStep.id)
+        }
+        let created = try await storage.createRuns(records, failIfExists: ifExists == .fail)
+        for (index, entry) in fresh.enumerated() {
+            let plan = plans[index]
+            if case .exists(let stored) = created[index] {
+                if stored.workflow != W.name { throw DurableError.runExists(entry.id) }
+                if stored.state.isEnded {
+                    let run = DurableRun<W.Output>(
+                        id: entry.id, workflow: W.name, store: self, plan: .ended(stored, codec: plan.finalStep.codec))
+                    run.executeQuietly()
+                    given[entry.id] = run
+                    continue
+                }
+            }
+            given[entry.id] =
+                runHere
+                ? launch(DurableRun<W.Output>.self, id: entry.id, workflow: W.name, plan: plan)
+                // Watched only once someone asks for its end (`value`, `execute`, a dependency).
+                : DurableRun<W.Output>(
+                    id: entry.id, workflow: W.name, store: self,
+                    plan: .awaiting(finalStep: plan.finalStep.id, codec: plan.finalStep.codec))
+        }
+        return entries.map { given[$0.id]! }
     }
 
     /// Resumes every run not ended whose workflow this process registered: `build` runs again with the

@@ -3,40 +3,63 @@ import Foundation
 
 // Runs: recorded, read, ended, cancelled, listed, pruned (see `SQLStorage` for the schema).
 extension SQLStorage {
-    func createRun(_ run: NewRun) async throws -> CreateRunResult {
+    /// Records new runs (each with its input and every step, pending) in one transaction, or finds those
+    /// the store already has (`failIfExists`: throws ``DurableError/runExists(_:)`` for the first such
+    /// id, and records none). Rows go in statements of up to 100 (one round trip each on a server).
+    func createRuns(_ runs: [NewRun], failIfExists: Bool) async throws -> [CreateRunResult] {
+        guard !runs.isEmpty else { return [] }
         let created = try await wrap {
-            try await thread.perform(write: true) { [self] connection -> CreateRunResult in
-                if let existing = try Self.loadRun(run.id, connection) { return .exists(existing) }
+            try await thread.perform(write: true) { [self] connection -> [CreateRunResult] in
+                var existing: [String: StoredRun] = [:]
+                for chunk in stride(from: 0, to: runs.count, by: 100) {
+                    let ids = runs[chunk..<min(chunk + 100, runs.count)].map(\.id)
+                    let found = try connection.query(
+                        "SELECT id FROM runs WHERE id IN (\(ids.map { _ in "?" }.joined(separator: ", ")))",
+                        ids.map { .text($0) })
+                    for row in found {
+                        guard let id = row[0].string else { continue }
+                        if failIfExists { throw DurableError.runExists(id) }
+                        existing[id] = try Self.loadRun(id, connection)
+                    }
+                }
+                let fresh = runs.filter { existing[$0.id] == nil }
                 let now = self.now
-                try connection.query(
-                    """
-                    INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
-                    VALUES (?, ?, ?, 'running', ?, ?, ?)
-                    """,
-                    [
-                        .text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now),
-                        .text(run.finalStep),
-                    ])
-                // The steps in statements of up to 100 rows (one round trip each on a server).
-                for chunk in stride(from: 0, to: run.steps.count, by: 100) {
-                    let positions = chunk..<min(chunk + 100, run.steps.count)
-                    let rows = Array(repeating: "(?, ?, ?, 'pending', ?)", count: positions.count)
-                    try connection.query(
-                        "INSERT INTO steps(run_id, step_id, position, state, after) VALUES "
-                            + rows.joined(separator: ", "),
-                        positions.flatMap { position -> [SQLValue] in
+                try insert(
+                    "runs(id, workflow, input, state, created, updated, final_step)", "(?, ?, ?, 'running', ?, ?, ?)",
+                    fresh.map { run in
+                        [
+                            .text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now),
+                            .text(run.finalStep),
+                        ]
+                    }, connection)
+                try insert(
+                    "steps(run_id, step_id, position, state, after)", "(?, ?, ?, 'pending', ?)",
+                    fresh.flatMap { run in
+                        run.steps.indices.map { position in
                             [
                                 .text(run.id), .text(run.steps[position]), .integer(Int64(position)),
                                 .text(run.after[position].map(String.init).joined(separator: ",")),
                             ]
-                        })
-                }
-                try notify(.ready, connection)
-                return .created
+                        }
+                    }, connection)
+                if !fresh.isEmpty { try notify(.ready, connection) }
+                return runs.map { run in existing[run.id].map { .exists($0) } ?? .created }
             }
         }
-        if case .created = created { announce(.ready) }
+        if created.contains(where: { if case .created = $0 { true } else { false } }) { announce(.ready) }
         return created
+    }
+
+    /// Inserts `rows` into `table` (its columns named) in statements of up to 100 rows of `shape`.
+    private func insert(_ table: String, _ shape: String, _ rows: [[SQLValue]], _ connection: any SQLDatabase)
+        throws
+    {
+        for chunk in stride(from: 0, to: rows.count, by: 100) {
+            let part = rows[chunk..<min(chunk + 100, rows.count)]
+            try connection.query(
+                "INSERT INTO \(table) VALUES " + Array(repeating: shape, count: part.count).joined(separator: ", "),
+                part.flatMap { $0 })
+        }
     }
 
     func loadRun(_ id: String) async throws -> StoredRun? {
