@@ -107,14 +107,15 @@ import Testing
         let ticks = fields.count >= 6 ? Int(fields[1]) : nil
         let worst = fields.count >= 6 ? Int(fields[3]) : nil
         let whole = fields.count >= 6 ? Int(fields[5]) : nil
-        // Measured: alone, 193 ticks, the worst 12 ms late in the outage and 59 ms until every start
-        // returned (the 1,000 runs launched then are work on the pool); beside the whole suite on 2 cores,
-        // 184 ticks, 48 ms and 102 ms. A held pool gives no tick at all. Under a sanitizer (5-15x slower)
-        // the bounds are ten times looser.
+        // Measured alone or beside the durable tests: 184-193 ticks, the worst 12-54 ms late in the outage
+        // and 47-184 ms until every start returned (the 1,000 runs launched then are pool work); beside the whole suite on 2
+        // cores, one tick 107 ms late in the outage (time slicing with 450 tests). A held pool gives no
+        // tick at all: the bounds tell the two apart without failing on a busy machine. Under a sanitizer
+        // (5-15x slower) they are ten times looser.
         let slow = ProcessInfo.processInfo.environment["AWESOMECOMMAND_STRESS"] == "sanitizer" ? 10 : 1
         #expect((ticks ?? 0) >= 100 / slow, "\(printed)")
-        #expect((worst ?? .max) <= 100 * slow, "\(printed)")
-        #expect((whole ?? .max) <= 500 * slow, "\(printed)")
+        #expect((worst ?? .max) <= 500 * slow, "\(printed)")
+        #expect((whole ?? .max) <= 2_000 * slow, "\(printed)")
         let store = try await DurableStore(postgres: url)
         defer { store.close() }
         #expect(try await store.runs().count == 1_000)
