@@ -23,7 +23,7 @@ import Foundation
 /// had begun (a write in the transaction being retried) may still commit, its answer dropped.
 package final class StoreThread: @unchecked Sendable {
     // `@unchecked Sendable`: `pending`, `stopping`, `lost` and `loseNextCommit` are guarded by
-    // `condition`; `connection`, `conflicted` and `clockOffset` are made and touched only by the thread.
+    // `condition`; `connection`, `conflicted`, `clockOffset` and `skew` are made and touched only by the thread.
     private struct Request {
         let write: Bool
         /// An awaiting caller's: abandoned when the connection is not back by then.
@@ -64,8 +64,9 @@ package final class StoreThread: @unchecked Sendable {
     /// database): leases are judged by the database's clock, one clock for every process sharing it,
     /// whatever their hosts' clocks say. Only touched on the thread.
     private var clockOffset: TimeInterval = 0
-    /// Test hook: how far this host's clock is off (added to every reading of it).
-    private let skew = Locked<TimeInterval>(0)
+    /// Test hook: how far this host's clock is off (added to every reading of it). Only touched on the
+    /// thread.
+    private var skew: TimeInterval = 0
 
     /// Starts the thread, which opens the connection with `open` (every database call of a store runs on
     /// its thread, opening included); throws what `open` threw (the thread then ends). `begin` begins a
@@ -225,7 +226,7 @@ package final class StoreThread: @unchecked Sendable {
         return hostClock + clockOffset
     }
 
-    private var hostClock: Double { Date().timeIntervalSince1970 + skew.withLock { $0 } }
+    private var hostClock: Double { Date().timeIntervalSince1970 + skew }
 
     /// On the thread, after a connection opened: the database's clock against this host's (half a round
     /// trip of error).
@@ -239,8 +240,13 @@ package final class StoreThread: @unchecked Sendable {
     /// Test hook: this host's clock read `seconds` off from now on (measured against the database's at
     /// the next connection).
     package func skewHostClock(by seconds: TimeInterval) {
-        skew.withLock { $0 = seconds }
-        submit(write: false, hop: false, { [unowned self] _ in measureClock() }, completion: { _ in })
+        // Set on the thread, before the requests submitted after this one.
+        submit(
+            write: false, hop: false,
+            { [unowned self] _ in
+                skew = seconds
+                measureClock()
+            }, completion: { _ in })
     }
 
     /// Test hook: loses the next commit of a batch holding reads and writes (see `loseNextCommit`).
@@ -429,83 +435,5 @@ package final class StoreThread: @unchecked Sendable {
         try? connection.execute("RELEASE request")
         finish.append(completion)
         return true
-    }
-}
-
-/// An awaiting caller's answer: resumed once, by the store's thread (the result), by the deadline, or by
-/// the task's cancel, whichever comes first; a cancel that comes before the continuation is set ends the
-/// await as soon as it is.
-final class AwaitedAnswer<T: Sendable>: Sendable {
-    private enum Slot {
-        case waiting
-        case set(CheckedContinuation<T, any Error>)
-        case answered
-        case cancelledEarly
-    }
-
-    // Guards the slot.
-    private let slot = Locked<Slot>(.waiting)
-
-    /// Stores the continuation; false (and resumed) when the task was cancelled already.
-    func set(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
-        let early = slot.withLock { slot -> Bool in
-            if case .cancelledEarly = slot {
-                slot = .answered
-                return true
-            }
-            slot = .set(continuation)
-            return false
-        }
-        if early { continuation.resume(throwing: CancellationError()) }
-        return !early
-    }
-
-    var isAnswered: Bool {
-        slot.withLock { slot in
-            switch slot {
-            case .answered, .cancelledEarly: return true
-            default: return false
-            }
-        }
-    }
-
-    func resume(_ result: Result<T, any Error>) {
-        let continuation = slot.withLock { slot -> CheckedContinuation<T, any Error>? in
-            switch slot {
-            case .set(let continuation):
-                slot = .answered
-                return continuation
-            case .waiting:
-                if case .failure(let error) = result, error is CancellationError { slot = .cancelledEarly }
-                return nil
-            default:
-                return nil
-            }
-        }
-        continuation?.resume(with: result)
-    }
-}
-
-/// One result handed from the store's thread to a caller waiting for it (a pthread condition, which
-/// ThreadSanitizer understands).
-package final class ResultBox<T>: @unchecked Sendable {
-    // `@unchecked Sendable`: `result` is guarded by `condition`.
-    private let condition = NSCondition()
-    private var result: Result<T, any Error>?
-
-    package init() {}
-
-    package func put(_ result: Result<T, any Error>) {
-        condition.lock()
-        self.result = result
-        condition.signal()
-        condition.unlock()
-    }
-
-    package func take() -> Result<T, any Error> {
-        condition.lock()
-        defer { condition.unlock() }
-        while result == nil { condition.wait() }
-        return result!
     }
 }
