@@ -1,15 +1,21 @@
-// swift run -c release DurableWorkersCost [--postgres URL] [steps]
+// swift run -c release DurableWorkersCost [--postgres URL] [--rounds N] [--enqueue]
 //
-// What a worker's step costs on PostgreSQL, in one run, beside its floor (a throwaway server with fsync
-// on, unless --postgres names a database; each case in a fresh schema):
-// - the floor: libpq alone, one step at a time, two transactions per step (claim a row with SELECT ...
-//   FOR UPDATE SKIP LOCKED, mark it running; mark it done with its value), `steps` steps (default 1,000);
-// - one worker process of concurrency 1 working runs of a 10-step chain, one step at a time: per step,
-//   from the first step's start to the last step's end as recorded;
-// - 1, 2 and 4 worker processes of concurrency 4 on the same runs: steps per second (this machine's
-//   cores are what they are: on 2 cores, 4 processes are time slicing);
-// - enqueue of 10,000 runs, one after the other: runs per second, on PostgreSQL and on an SQLite file.
-// `.full` durability everywhere (`synchronous_commit = on`, SQLite `FULL`). Medians of 3 rounds.
+// What a worker's step costs on PostgreSQL, in one run, beside its floors (a throwaway server with fsync
+// on, unless --postgres names a database; each case in a fresh schema; medians of N rounds, default 3):
+// - the floors: libpq alone, 1, 4 and 16 connections, two transactions a round (claim rows with SELECT
+//   ... FOR UPDATE SKIP LOCKED and mark them running; mark them done with their values), one row a round
+//   and 50 rows a round: steps per second;
+// - one worker process of concurrency 1 working runs of a 10-step chain: per step, from the first
+//   step's start to the last step's end as recorded, against the one-row floor on one connection;
+// - 4 worker processes of concurrency 16, on runs of a 10-step chain and on runs of 10 independent steps
+//   and a join: steps per second, against the one-row floor on 16 connections and the 50-row floor on 4,
+//   with the share of the cores PostgreSQL's processes took meanwhile (this machine's cores are what
+//   they are: on 2 cores, 4 processes are time slicing);
+// - the backlog: the same 4 processes on 100 enqueued chain runs, then on 10,000 (the first 2,000 steps
+//   of it): steps per second;
+// - enqueue of 10,000 runs, one after the other and in one call, on PostgreSQL and on an SQLite file.
+// Steps return at once (their value sent from another thread, as real work would). `.full` durability
+// everywhere (`synchronous_commit = on`, SQLite `FULL`).
 import CommandDurable
 import CommandDurablePostgres
 import CommandDurablePostgresTesting
@@ -22,6 +28,14 @@ struct CostChain: DurableWorkflow {
         var previous = flow.step("s0") { _ in work(input) }
         for index in 1..<10 { previous = flow.step("s\(index)", after: previous) { _, value in work(value + 1) } }
         return previous
+    }
+}
+
+struct CostFan: DurableWorkflow {
+    static let name = "cost-fan"
+    static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<Int> {
+        let parts = (0..<10).map { index in flow.step("p\(index)") { _ in work(input + index) } }
+        return flow.step("join", waitingFor: parts) { _ in work(input) }
     }
 }
 
@@ -46,6 +60,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--worker", arguments.count == 3 {
     let store = try await DurableStore(postgres: arguments[1])
     try store.register(CostChain.self)
+    try store.register(CostFan.self)
     let worker = try store.work(concurrency: Int(arguments[2]) ?? 4)
     signal(SIGTERM, SIG_IGN)
     let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
@@ -70,7 +85,8 @@ if let index = arguments.firstIndex(of: "--postgres"), index + 1 < arguments.cou
     server = try await ThrowawayPostgres.start(fsync: true)
 }
 defer { server?.stop() }
-let steps = arguments.compactMap { Int($0) }.first ?? 1_000
+let rounds = arguments.firstIndex(of: "--rounds").flatMap { Int(arguments[$0 + 1]) } ?? 3
+let cores = ProcessInfo.processInfo.activeProcessorCount
 
 /// A fresh database (throwaway server) or, with --postgres, the given one with its store schema dropped.
 func freshDatabase() async throws -> String {
@@ -81,15 +97,43 @@ func freshDatabase() async throws -> String {
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
-/// Runs of the 10-step chain worked by `processes` worker processes of `concurrency`: seconds per step,
-/// from the first recorded start to the last recorded end.
-func workers(processes: Int, concurrency: Int, runs: Int) async throws -> Double {
+/// The CPU seconds (user and system) each PostgreSQL process of this machine has used, by pid.
+func postgresCPU() -> [Int32: Double] {
+    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+    var seconds: [Int32: Double] = [:]
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")"), stat[stat.startIndex..<close].hasSuffix("(postgres")
+        else { continue }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the name: state is field 3; utime and stime are fields 14 and 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
+        seconds[pid] = (user + system) / ticks
+    }
+    return seconds
+}
+
+struct Outcome {
+    /// Steps completed per second, from the first recorded start to the last recorded end.
+    var stepsPerSecond: Double
+    /// The share of the machine's cores PostgreSQL's processes took while the workers worked.
+    var postgresShare: Double
+}
+
+/// `runs` runs of `workflow`, enqueued in one call, then worked by `processes` worker processes of
+/// `concurrency`, until `enough` steps are completed (all of them by default).
+func workers<W: DurableWorkflow>(
+    _ workflow: W.Type, processes: Int, concurrency: Int, runs: Int, enough: Int? = nil
+) async throws -> Outcome where W.Input == Int {
     let url = try await freshDatabase()
     let store = try await DurableStore(postgres: url)
     defer { store.close() }
-    try store.register(CostChain.self)
-    var enqueued: [DurableRun<Int>] = []
-    for index in 0..<runs { enqueued.append(try await store.enqueue(CostChain.self, id: "run-\(index)", input: index)) }
+    try store.register(W.self)
+    try await store.enqueue(W.self, runs: (0..<runs).map { (id: "run-\($0)", input: $0) })
+    let total = Int(try PostgresMeasurements.number("SELECT count(*) FROM awesomecommand.steps", url: url))
+    let target = min(enough ?? total, total)
+    let cpuBefore = postgresCPU()
+    let began = Date()
     var children: [Process] = []
     for _ in 0..<processes {
         let process = Process()
@@ -98,12 +142,19 @@ func workers(processes: Int, concurrency: Int, runs: Int) async throws -> Double
         try process.run()
         children.append(process)
     }
-    for run in enqueued { _ = try await run.value }
+    let completed = "SELECT count(*) FROM awesomecommand.steps WHERE state = 'completed'"
+    while Int(try PostgresMeasurements.number(completed, url: url)) < target {
+        try await Task.sleep(nanoseconds: 20_000_000)
+    }
+    let wall = Date().timeIntervalSince(began)
+    let cpuAfter = postgresCPU()
     for child in children { kill(child.processIdentifier, SIGTERM) }
     for child in children { child.waitUntilExit() }
-    let records = try await store.runs().flatMap(\.steps)
-    let first = records.compactMap(\.started).min()!, last = records.compactMap(\.ended).max()!
-    return last.timeIntervalSince(first) / Double(records.count)
+    let used = cpuAfter.reduce(0.0) { sum, entry in sum + entry.value - (cpuBefore[entry.key] ?? 0) }
+    let count = try PostgresMeasurements.number(completed, url: url)
+    let span = try PostgresMeasurements.number(
+        "SELECT max(ended) - min(started) FROM awesomecommand.steps WHERE state = 'completed'", url: url)
+    return Outcome(stepsPerSecond: count / span, postgresShare: used / wall / Double(cores))
 }
 
 func enqueueRate(_ open: () async throws -> DurableStore, count: Int) async throws -> Double {
@@ -114,7 +165,6 @@ func enqueueRate(_ open: () async throws -> DurableStore, count: Int) async thro
     for index in 0..<count { _ = try await store.enqueue(OneStep.self, id: "e-\(index)", input: index) }
     return Double(count) / Date().timeIntervalSince(start)
 }
-
 /// Runs per second recorded by `enqueue(_:runs:)`, `count` at once (one transaction).
 func bulkEnqueueRate(_ open: () async throws -> DurableStore, count: Int) async throws -> Double {
     let store = try await open()
@@ -132,30 +182,71 @@ func bulkEnqueueRate(_ open: () async throws -> DurableStore, count: Int) async 
 /// `--enqueue`: only the enqueue rows (one by one, and in bulk).
 let enqueueOnly = arguments.contains("--enqueue")
 
-print("PostgreSQL 15, fsync on, synchronous_commit on; \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print("PostgreSQL 15, fsync on, synchronous_commit on; \(cores) cores; medians of \(rounds) rounds")
 if !enqueueOnly {
-    var floorRounds: [Double] = []
-    var singleRounds: [Double] = []
-    for _ in 0..<3 {
-        let floorURL = try await freshDatabase()
-        floorRounds.append(
-            try PostgresMeasurements.floor(url: floorURL, steps: steps, durability: .full) / Double(steps))
-        singleRounds.append(try await workers(processes: 1, concurrency: 1, runs: steps / 10))
+    // The floors: steps per second.
+    var floors: [String: Double] = [:]
+    for connections in [1, 4, 16] {
+        for batch in [1, 50] {
+            let steps = batch == 1 ? 2_000 : 20_000
+            var rates: [Double] = []
+            for _ in 0..<rounds {
+                let url = try await freshDatabase()
+                rates.append(
+                    Double(steps)
+                        / (try PostgresMeasurements.floor(
+                            url: url, steps: steps, connections: connections, batch: batch, durability: .full)))
+            }
+            floors["\(connections)x\(batch)"] = median(rates)
+            print(
+                String(
+                    format: "floor, %2d connection(s), %2d row(s) a round: %6.0f steps/s", connections, batch,
+                    median(rates)))
+        }
     }
-    let floor = median(floorRounds), single = median(singleRounds)
-    print(
-        String(
-            format: "a step, one at a time: worker %.0f us, floor (bare libpq, 2 transactions) %.0f us: %.2fx",
-            single * 1e6, floor * 1e6, single / floor))
-    for processes in [1, 2, 4] {
-        var rounds: [Double] = []
-        for _ in 0..<3 { rounds.append(try await workers(processes: processes, concurrency: 4, runs: steps / 10)) }
-        let perStep = median(rounds)
+    func measured(_ label: String, _ body: () async throws -> Outcome) async throws -> Outcome {
+        var outcomes: [Outcome] = []
+        for _ in 0..<rounds { outcomes.append(try await body()) }
+        let rate = median(outcomes.map(\.stepsPerSecond))
+        let share = median(outcomes.map(\.postgresShare))
         print(
             String(
-                format: "%d worker process(es) of concurrency 4: %.0f steps/s (%.0f us a step)", processes, 1 / perStep,
-                perStep * 1e6))
+                format: "%@: %.0f steps/s (%.0f us a step), PostgreSQL %.0f%% of the cores", label, rate, 1e6 / rate,
+                share * 100))
+        return Outcome(stepsPerSecond: rate, postgresShare: share)
     }
+    let single = try await measured("1 worker of concurrency 1, 10-step chains") {
+        try await workers(CostChain.self, processes: 1, concurrency: 1, runs: 100)
+    }
+    print(
+        String(
+            format: "  per step / the one-row floor on 1 connection: %.2fx (goal <= 1.5x)",
+            floors["1x1"]! / single.stepsPerSecond))
+    let chains = try await measured("4 workers of concurrency 16, 10-step chains") {
+        try await workers(CostChain.self, processes: 4, concurrency: 16, runs: 300)
+    }
+    print(
+        String(
+            format: "  / the one-row floor on 16 connections: %.2fx (goal >= 0.5x)",
+            chains.stepsPerSecond / floors["16x1"]!))
+    let fans = try await measured("4 workers of concurrency 16, 10 independent steps and a join") {
+        try await workers(CostFan.self, processes: 4, concurrency: 16, runs: 300)
+    }
+    print(
+        String(
+            format:
+                "  / the one-row floor on 16 connections: %.2fx (goal >= 0.5x); / the 50-row floor on 4: %.2fx (goal >= 0.25x)",
+            fans.stepsPerSecond / floors["16x1"]!, fans.stepsPerSecond / floors["4x50"]!))
+    let small = try await measured("backlog of 100 chain runs, 4 workers of concurrency 16") {
+        try await workers(CostChain.self, processes: 4, concurrency: 16, runs: 100)
+    }
+    let large = try await measured("backlog of 10,000 chain runs, the first 2,000 steps") {
+        try await workers(CostChain.self, processes: 4, concurrency: 16, runs: 10_000, enough: 2_000)
+    }
+    print(
+        String(
+            format: "  backlog 10,000 / backlog 100: %.2fx (goal >= 0.8x)", large.stepsPerSecond / small.stepsPerSecond)
+    )
 }
 let enqueueCount = 10_000
 var postgresRounds: [Double] = []
@@ -165,7 +256,7 @@ try FileManager.default.createDirectory(at: folder, withIntermediateDirectories:
 defer { try? FileManager.default.removeItem(at: folder) }
 var postgresBulk: [Double] = []
 var sqliteBulk: [Double] = []
-for round in 0..<3 {
+for round in 0..<rounds {
     let url = try await freshDatabase()
     postgresRounds.append(try await enqueueRate({ try await DurableStore(postgres: url) }, count: enqueueCount))
     let bulkURL = try await freshDatabase()
