@@ -30,9 +30,22 @@ import Testing
             let store = try DurableStore(path: path)
             defer { store.close() }
             let version = try await DurableMeasurements.query("PRAGMA user_version", on: store).first?.first?.int
-            #expect(version == 2)
+            #expect(version == 3)
             #expect(
-                try await Self.indexes(store) == ["unfinished_runs", "ended_runs", "live_steps", "running_steps"])
+                try await Self.indexes(store) == [
+                    "unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps",
+                ])
+            // Each pending step counts its predecessors not completed; every step has its run's workflow.
+            let steps = try await DurableMeasurements.query(
+                "SELECT position, state, after, waiting, workflow FROM steps ORDER BY position", on: store)
+            let completed = Set(steps.filter { $0[1].string == "completed" }.compactMap { $0[0].int })
+            let pending = steps.filter { $0[1].string == "pending" }
+            #expect(!pending.isEmpty)
+            for step in pending {
+                let after = Set((step[2].string ?? "").split(separator: ",").compactMap { Int64($0) })
+                #expect(step[3].int == Int64(after.subtracting(completed).count), "\(step)")
+            }
+            #expect(steps.allSatisfy { $0[4].string == "example-pipeline" })
             let plan = try await DurableMeasurements.query(
                 "EXPLAIN QUERY PLAN UPDATE steps SET lease_until = 0 WHERE owner = 'x' AND state = 'running'",
                 on: store
@@ -48,7 +61,7 @@ import Testing
         // Opened again: nothing to migrate, the same schema.
         let again = try DurableStore(path: path)
         defer { again.close() }
-        #expect(try await DurableMeasurements.query("PRAGMA user_version", on: again).first?.first?.int == 2)
+        #expect(try await DurableMeasurements.query("PRAGMA user_version", on: again).first?.first?.int == 3)
         #expect(try await again.runs().map(\.id) == ["batch-1"])
     }
 }

@@ -130,17 +130,30 @@ import Testing
                 VALUES ('old', 'fan-four', convert_to('3', 'UTF8'), 'completed', 1, 2, 'total');
             INSERT INTO steps(run_id, step_id, position, state, attempt, value, after)
                 VALUES ('old', 'total', 5, 'completed', 1, convert_to('18', 'UTF8'), '');
+            INSERT INTO runs(id, workflow, input, state, created, updated, final_step)
+                VALUES ('mid', 'three', convert_to('1', 'UTF8'), 'running', 3, 3, 'c');
+            INSERT INTO steps(run_id, step_id, position, state, attempt, value, after) VALUES
+                ('mid', 'a', 0, 'completed', 1, convert_to('1', 'UTF8'), ''),
+                ('mid', 'b', 1, 'pending', 0, NULL, '0'),
+                ('mid', 'c', 2, 'pending', 0, NULL, '0,1');
             """, database: Self.databaseName(url))
         let store = try await DurableStore(postgres: url)
         defer { store.close() }
         let version = try await DurableMeasurements.query("SELECT version FROM meta", on: store).first?.first?.int
-        #expect(version == 2)
+        #expect(version == 3)
+        // Each pending step's count of predecessors not completed, its run's workflow and creation.
+        let steps = try await DurableMeasurements.query(
+            "SELECT step_id, waiting, workflow, queued FROM steps WHERE run_id = 'mid' ORDER BY position", on: store)
+        #expect(steps.map { $0[0].string ?? "" } == ["a", "b", "c"])
+        #expect(steps.map { $0[1].int ?? -1 } == [0, 0, 1])
+        #expect(steps.allSatisfy { $0[2].string == "three" && $0[3].double == 3 })
         let indexes = Set(
             try await DurableMeasurements.query(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = 'awesomecommand' AND indexname NOT LIKE '%pkey'",
                 on: store
             ).compactMap { $0.first?.string })
-        #expect(indexes == ["unfinished_runs", "ended_runs", "live_steps", "running_steps"])
+        #expect(
+            indexes == ["unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps"])
         let record = try #require(try await store.runs().first)
         #expect(record.id == "old" && record.state == .completed)
         #expect(record.output.flatMap { String(data: $0, encoding: .utf8) } == "18")
@@ -151,10 +164,10 @@ import Testing
         let url = try await server.makeDatabase()
         try await DurableStore(postgres: url).close()
         try await server.psql("UPDATE awesomecommand.meta SET version = 99", database: Self.databaseName(url))
-        await #expect(throws: DurableError.newerSchema(found: 99, supported: 2)) {
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 3)) {
             try await DurableStore(postgres: url)
         }
-        await #expect(throws: DurableError.newerSchema(found: 99, supported: 2)) {
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 3)) {
             try await DurableStore(postgres: url)
         }
 

@@ -25,13 +25,19 @@ import Foundation
 public final class DurableWorker: Sendable {
     private struct State {
         var inFlight: [String: StepCommand] = [:]
+        /// Steps claimed for it and not yet in `inFlight` (being planned): their slots are taken.
+        var reserved = 0
         var stopping = false
         var waiters: [CheckedContinuation<Void, Never>] = []
+        /// When the last look took over expired leases (once a backstop period at most).
+        var lastTakeOver = Date.distantPast
+        /// The plans of the runs it worked last (a chain's steps are planned once), by run id.
+        var plans: [String: RunPlan] = [:]
     }
 
     private let store: DurableStore
     private let concurrency: Int
-    // Guards the steps running, the stop flag and its waiters.
+    // Guards the steps running, the stop flag and its waiters, the take-over's time and the plans.
     private let state = Locked(State())
     private let poller: Poller
 
@@ -82,72 +88,134 @@ public final class DurableWorker: Sendable {
         }
     }
 
-    /// One look: cancels the steps of runs cancelled by any process, then claims what is ready.
+    /// One look: cancels the steps of runs cancelled by any process, then claims what is ready (one
+    /// statement, as many steps as it has free slots; expired leases once a backstop period).
     private func look(_ done: @escaping @Sendable () -> Void) {
-        let (stopping, busy, free, runs) = state.withLock { state in
-            (
-                state.stopping, Set(state.inFlight.keys), concurrency - state.inFlight.count,
-                Set(state.inFlight.values.map(\.runID))
-            )
+        let backstop = store.storage.backstop.inSeconds
+        let (stopping, free, runs, backstopLook) = state.withLock { state in
+            let now = Date()
+            let due = now.timeIntervalSince(state.lastTakeOver) >= backstop
+            if due { state.lastTakeOver = now }
+            let free = concurrency - state.inFlight.count - state.reserved
+            // The slots it claims for are taken at once (a poke meanwhile claims for the others only).
+            if !state.stopping && free > 0 { state.reserved += free }
+            return (state.stopping, free, due ? Set(state.inFlight.values.map(\.runID)) : [], due)
         }
+        // Cancels come with the store's notifications; the backstop also asks for those a lost connection
+        // may have missed.
         store.storage.cancelRequested(among: Array(runs)) { [self] cancelled in
             guard !cancelled.isEmpty else { return }
             let doomed = state.withLock { state in state.inFlight.values.filter { cancelled.contains($0.runID) } }
             for command in doomed { command.cancel() }
         }
-        if stopping { return done() }  // draining: cancels only, nothing claimed
-        store.storage.readySteps(workflows: store.registeredNames, excluding: busy, limit: free) { [self] answer in
-            for ready in (try? answer.get()) ?? [] { start(ready) }
+        if stopping || free <= 0 { return done() }  // draining: cancels only, nothing claimed
+        store.storage.claimReady(workflows: store.registeredNames, limit: free, takeOver: backstopLook) {
+            [self] answer in
+            let claimed = (try? answer.get()) ?? []
+            // Each claimed step keeps its slot until it is in flight (or given back); the rest are free.
+            state.withLock { $0.reserved -= free - claimed.count }
+            for step in claimed { start(step) }
+            // All it had room for: more may be ready.
+            if claimed.count == free { poller.poke() }
             done()
         }
     }
 
-    private func start(_ ready: ReadyStep) {
-        let key = "\(ready.run)/\(ready.step)"
-        guard let workflow = store.registered(ready.workflow) else { return }
-        store.storage.runState(ready.run) { [self] answer in
-            guard case .success(let stored?) = answer, !stored.state.isEnded, !stored.cancelRequested else { return }
-            let plan: RunPlan
+    /// Runs a step claimed for it (by its look, or handed over by a completion): off the store's thread
+    /// (planning the run is the user's `build`).
+    private func start(_ claimed: ClaimedStep) {
+        let key = "\(claimed.run)/\(claimed.step)"
+        // Its slot was reserved when it was claimed: taken by the step in flight, or freed here.
+        var inFlight = false
+        defer {
+            if !inFlight {
+                state.withLock { $0.reserved -= 1 }
+                poller.poke()
+            }
+        }
+        guard let workflow = store.registered(claimed.workflow) else {
+            return store.storage.release(run: claimed.run, step: claimed.step, attempt: claimed.claim.attempt)
+        }
+        let stored = StoredRun(
+            id: claimed.run, workflow: claimed.workflow, input: claimed.input, state: .running, cancelRequested: false,
+            failure: nil, finalStep: "", steps: [])
+        let plan: RunPlan
+        if let cached = state.withLock({ $0.plans[claimed.run] }) {
+            plan = cached
+        } else {
             do {
                 plan = try workflow.plan(stored)
             } catch {
-                return finishFailed(stored.id, error: error, step: ready.step)
+                return finishFailed(claimed.run, error: error, step: claimed.step)
             }
-            let steps = plan.steps
-            guard let definition = steps.first(where: { $0.id == ready.step }) else {
-                return finishFailed(
-                    stored.id, error: DurableError.workflowChanged(run: stored.id, step: ready.step), step: ready.step)
-            }
-            let execution = RunExecution(
-                storage: store.storage, runID: stored.id, workflow: stored.workflow, steps: steps, claimsAhead: false)
-            store.storage.stepValues(run: stored.id, positions: definition.after) { [self] values in
-                guard case .success(let values) = values else { return }
-                do {
-                    for position in definition.after {
-                        guard let data = values[position] else { return }  // not completed after all: later
-                        execution.values.set(try steps[position].codec.decode(data), at: position)
-                    }
-                } catch {
-                    return finishFailed(
-                        stored.id,
-                        error: DurableError.decoding(
-                            run: stored.id, step: steps[definition.after.first ?? 0].id,
-                            underlying: String(describing: error)), step: ready.step)
-                }
-                let command = StepCommand(definition, execution: execution)
-                let accepted = state.withLock { state -> Bool in
-                    if state.stopping || state.inFlight[key] != nil { return false }
-                    state.inFlight[key] = command
-                    return true
-                }
-                guard accepted else { return }
-                command.observeEnd { [self] ending in
-                    ended(key, ending, execution: execution, step: definition.id)
-                }
-                command.executeQuietly()
+            state.withLock { state in
+                if state.plans.count >= 4 * concurrency + 64 { state.plans = [:] }
+                state.plans[claimed.run] = plan
             }
         }
+        let steps = plan.steps
+        guard claimed.position < steps.count, steps[claimed.position].id == claimed.step else {
+            return finishFailed(
+                claimed.run, error: DurableError.workflowChanged(run: claimed.run, step: claimed.step),
+                step: claimed.step)
+        }
+        let definition = steps[claimed.position]
+        let execution = RunExecution(
+            storage: store.storage, runID: claimed.run, workflow: claimed.workflow, steps: steps,
+            worker: RunExecution.WorkerHooks(
+                hand: { [weak self] in self?.handRoom ?? 0 },
+                handed: { [weak self] steps in
+                    guard let self else { return }
+                    // Their slots taken now (before the completing step's end frees its own); planned and
+                    // started off the store's thread, where completions answer.
+                    state.withLock { $0.reserved += steps.count }
+                    DispatchQueue.global().async { for step in steps { self.start(step) } }
+                },
+                retryAt: { [weak self] date in
+                    guard let self else { return }
+                    _ = DispatchScheduler.shared.schedule(after: Duration(clampingSeconds: date.timeIntervalSinceNow)) {
+                        [weak self] in self?.poller.poke()
+                    }
+                }))
+        do {
+            for position in definition.after {
+                guard let data = claimed.values[position] else {
+                    // Not completed after all (a store changed by hand): given back, for later.
+                    return store.storage.release(run: claimed.run, step: claimed.step, attempt: claimed.claim.attempt)
+                }
+                execution.values.set(try steps[position].codec.decode(data), at: position)
+            }
+        } catch {
+            return finishFailed(
+                claimed.run,
+                error: DurableError.decoding(
+                    run: claimed.run, step: steps[definition.after.first ?? 0].id, underlying: String(describing: error)
+                ),
+                step: claimed.step)
+        }
+        execution.setClaim(claimed.claim, at: definition.index)
+        if claimed.tookOver {
+            execution.log(.notice, claimed.step, "taken over (its owner's lease expired or its process is gone)")
+        }
+        let command = StepCommand(definition, execution: execution)
+        inFlight = state.withLock { state -> Bool in
+            if state.stopping || state.inFlight[key] != nil { return false }
+            state.inFlight[key] = command
+            state.reserved -= 1
+            return true
+        }
+        guard inFlight else {
+            return store.storage.release(run: claimed.run, step: claimed.step, attempt: claimed.claim.attempt)
+        }
+        command.observeEnd { [self] ending in
+            ended(key, ending, execution: execution, step: definition.id)
+        }
+        command.executeQuietly()
     }
+
+    /// How many steps a completion may hand it: the completing step's own slot (a chain goes on here),
+    /// none once it stops.
+    private var handRoom: Int { state.withLock { $0.stopping ? 0 : 1 } }
 
     private func ended(_ key: String, _ ending: CommandState, execution: RunExecution, step: String) {
         let finish: @Sendable () -> Void = { [self] in

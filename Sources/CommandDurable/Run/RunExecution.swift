@@ -8,57 +8,51 @@ final class RunExecution: Sendable {
     let runID: String
     let workflow: String
     let values = StepValues()
-    /// For each step, the steps that come after it.
-    let dependents: [[Int]]
-    /// For each step, the steps it comes after.
-    let dependencies: [[Int]]
     /// Each step's id.
     let ids: [String]
     // Guards the first failure (the step and the error itself) and the cancel flag.
     private let state = Locked<(failure: (step: String, error: any Error)?, cancelled: Bool)>((nil, false))
     // Guards the steps claimed ahead (with the completion of the step before them), by index.
     private let claimedAhead = Locked<[Int: StepClaim]>([:])
-    // Guards, for each step, how many of the steps it comes after have not ended here yet.
-    private let remaining: Locked<[Int]>
 
-    /// A step's completion claims the steps it makes ready (false for a worker, which runs single steps
-    /// of runs whose other steps it does not follow).
-    let claimsAhead: Bool
+    /// A worker's: takes the steps a completion handed over (claimed for this process), and the date a
+    /// step's retry is due (the step's command then ends, its slot free until then). Nil for a run
+    /// started here, whose own graph runs every step.
+    let worker: WorkerHooks?
+
+    /// What a worker does with its steps' hand-overs and retries.
+    struct WorkerHooks: Sendable {
+        /// How many steps a completion may claim for it now (its slot, or none once it stops).
+        let hand: @Sendable () -> Int
+        let handed: @Sendable ([ClaimedStep]) -> Void
+        let retryAt: @Sendable (Date) -> Void
+    }
 
     init(
-        storage: SQLStorage, runID: String, workflow: String, steps: [StepDefinition],
-        claimsAhead: Bool = true
+        storage: SQLStorage, runID: String, workflow: String, steps: [StepDefinition], worker: WorkerHooks? = nil
     ) {
         self.storage = storage
-        self.claimsAhead = claimsAhead
+        self.worker = worker
         self.runID = runID
         self.workflow = workflow
         ids = steps.map(\.id)
-        dependencies = steps.map(\.after)
-        var dependents = [[Int]](repeating: [], count: steps.count)
-        for step in steps { for dependency in Set(step.after) { dependents[dependency].append(step.index) } }
-        self.dependents = dependents
-        remaining = Locked(steps.map { Set($0.after).count })
     }
 
-    /// Step `index` ends here (its completion is being recorded, or was read from the record): the steps
-    /// after it that have nothing else to wait for. O(its dependents).
-    func readyAfter(_ index: Int) -> [(step: String, position: Int)] {
-        remaining.withLock { remaining in
-            var ready: [(step: String, position: Int)] = []
-            for dependent in dependents[index] {
-                remaining[dependent] -= 1
-                if remaining[dependent] == 0 { ready.append((ids[dependent], dependent)) }
-            }
-            return ready
-        }
+    /// How many of the steps it makes ready a completion claims: all of them for a run started here (its
+    /// graph runs them next), as many as the worker has room for otherwise.
+    var handLimit: Int { worker?.hand() ?? ids.count }
+
+    /// The steps a completion claimed: a run started here runs them without claiming them again; a
+    /// worker starts them.
+    func handed(_ steps: [ClaimedStep]) {
+        guard !steps.isEmpty else { return }
+        if let worker { return worker.handed(steps) }
+        claimedAhead.withLock { ahead in for step in steps { ahead[step.position] = step.claim } }
     }
 
-    func claimedAhead(_ claimed: [String: StepClaim]) {
-        guard !claimed.isEmpty else { return }
-        claimedAhead.withLock { ahead in
-            for (index, id) in ids.enumerated() { if let claim = claimed[id] { ahead[index] = claim } }
-        }
+    /// Marks step `index` claimed already (a worker's claim, made before its command).
+    func setClaim(_ claim: StepClaim, at index: Int) {
+        claimedAhead.withLock { $0[index] = claim }
     }
 
     /// The claim made for step `index` ahead of it, taken once.

@@ -61,7 +61,6 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             case .success(.recorded(let data)):
                 do {
                     execution.values.set(try definition.codec.decode(data), at: definition.index)
-                    _ = execution.readyAfter(definition.index)  // claimed by themselves, not ahead
                     execution.log(.debug, definition.id, "recorded completed: not run again")
                     result.succeed()
                 } catch {
@@ -133,19 +132,21 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             } catch {
                 return recordFailure(error, result, attempt: attempt, failures: failures, final: true)
             }
-            let next = execution.claimsAhead ? execution.readyAfter(definition.index) : []
             execution.storage.complete(
-                run: execution.runID, step: definition.id, attempt: attempt, value: encoded, claiming: next
+                run: execution.runID, step: definition.id, position: definition.index, attempt: attempt,
+                value: encoded, hand: execution.handLimit, withValues: execution.worker != nil
             ) { [self] answer in
                 switch answer {
                 case .success(let completion) where completion.recorded:
                     execution.values.set(value!, at: definition.index)
-                    execution.claimedAhead(completion.claimed)
+                    execution.handed(completion.handed)
                     result.succeed()
                 case .success:
                     // Refused: this claim no longer holds the step (another process took it over after
-                    // the lease expired, or the run was cancelled). Its record decides.
+                    // the lease expired, or the run was cancelled). Its record decides: a worker moves on,
+                    // a run started here reads it.
                     execution.log(.warning, definition.id, "completion refused: the step is no longer this process's")
+                    if execution.worker != nil { return result.succeed() }
                     claim(result)
                 case .failure(let error):
                     fail(result, Self.storageError(error))
@@ -176,12 +177,19 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 if let retryAfter {
                     let retryAt = Date(timeIntervalSinceNow: retryAfter)
                     execution.log(.notice, definition.id, "failed (\(message)); retrying at attempt \(attempt + 1)")
+                    // A worker's step holds no slot through its backoff: the worker claims it again when due.
+                    if let worker = execution.worker {
+                        worker.retryAt(retryAt)
+                        return result.succeed()
+                    }
                     wait(until: retryAt, result)
                 } else {
                     execution.markFailureRecorded()
                     fail(result, error)
                 }
             case .success(false):
+                // Refused: the step is no longer this claim's; its record decides.
+                if execution.worker != nil { return result.succeed() }
                 claim(result)
             case .failure(let storageError):
                 fail(result, Self.storageError(storageError))

@@ -78,12 +78,66 @@ package struct SQLDialect: Sendable {
     package let notify: String?
     /// What the store's errors name: a file's path, or a server's host, port and database.
     package let place: String
+    /// How a list of values is one parameter (so a statement's text never depends on a list's length).
+    package let lists: Lists
 
-    package init(begin: String, claimLock: String, judgesOwnerProcesses: Bool, notify: String?, place: String) {
+    /// A list as one parameter: a PostgreSQL array (`column = ANY(?::text[])`), or a JSON array read with
+    /// SQLite's `json_each`.
+    package enum Lists: Sendable {
+        case postgresArrays
+        case sqliteJSON
+    }
+
+    package init(
+        begin: String, claimLock: String, judgesOwnerProcesses: Bool, notify: String?, place: String,
+        lists: Lists
+    ) {
         self.begin = begin
         self.claimLock = claimLock
         self.judgesOwnerProcesses = judgesOwnerProcesses
         self.notify = notify
         self.place = place
+        self.lists = lists
+    }
+
+    /// `column` is one of the texts of the list bound to its `?` (``list(_:)``).
+    func isIn(_ column: String) -> String {
+        switch lists {
+        case .postgresArrays: return "\(column) = ANY(CAST(? AS text[]))"
+        case .sqliteJSON: return "\(column) IN (SELECT value FROM json_each(?))"
+        }
+    }
+
+    /// `column` is one of the integers of the list bound to its `?` (``list(_:)``).
+    func isInIntegers(_ column: String) -> String {
+        switch lists {
+        case .postgresArrays: return "\(column) = ANY(CAST(? AS integer[]))"
+        case .sqliteJSON: return "\(column) IN (SELECT value FROM json_each(?))"
+        }
+    }
+
+    /// The one parameter a list of texts is bound as.
+    func list(_ values: some Sequence<String>) -> SQLValue {
+        switch lists {
+        case .postgresArrays:
+            // An array literal, each element quoted: `{"a","b \"c\""}`.
+            let quoted = values.map { value in
+                "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                    + "\""
+            }
+            return .text("{" + quoted.joined(separator: ",") + "}")
+        case .sqliteJSON:
+            let data = (try? JSONSerialization.data(withJSONObject: Array(values), options: [])) ?? Data("[]".utf8)
+            return .text(String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    /// The one parameter a list of integers is bound as.
+    func list(_ values: some Sequence<Int>) -> SQLValue {
+        let joined = values.map(String.init).joined(separator: ",")
+        switch lists {
+        case .postgresArrays: return .text("{" + joined + "}")
+        case .sqliteJSON: return .text("[" + joined + "]")
+        }
     }
 }

@@ -5,17 +5,18 @@ import Foundation
 extension SQLStorage {
     /// Records new runs (each with its input and every step, pending) in one transaction, or finds those
     /// the store already has (`failIfExists`: throws ``DurableError/runExists(_:)`` for the first such
-    /// id, and records none). Rows go in statements of up to 100 (one round trip each on a server).
+    /// id, and records none). Rows go in statements of 100, 10 or 1 (one round trip each on a server; three
+    /// statement texts whatever the count).
     func createRuns(_ runs: [NewRun], failIfExists: Bool) async throws -> [CreateRunResult] {
         guard !runs.isEmpty else { return [] }
+        let dialect = dialect
         let created = try await wrap {
             try await thread.perform(write: true) { [self] connection -> [CreateRunResult] in
                 var existing: [String: StoredRun] = [:]
-                for chunk in stride(from: 0, to: runs.count, by: 100) {
-                    let ids = runs[chunk..<min(chunk + 100, runs.count)].map(\.id)
+                for chunk in stride(from: 0, to: runs.count, by: 1_000) {
+                    let ids = runs[chunk..<min(chunk + 1_000, runs.count)].map(\.id)
                     let found = try connection.query(
-                        "SELECT id FROM runs WHERE id IN (\(ids.map { _ in "?" }.joined(separator: ", ")))",
-                        ids.map { .text($0) })
+                        "SELECT id FROM runs WHERE \(dialect.isIn("id"))", [dialect.list(ids)])
                     for row in found {
                         guard let id = row[0].string else { continue }
                         if failIfExists { throw DurableError.runExists(id) }
@@ -33,12 +34,15 @@ extension SQLStorage {
                         ]
                     }, connection)
                 try insert(
-                    "steps(run_id, step_id, position, state, after)", "(?, ?, ?, 'pending', ?)",
+                    "steps(run_id, step_id, position, state, after, waiting, workflow, queued)",
+                    "(?, ?, ?, 'pending', ?, ?, ?, ?)",
                     fresh.flatMap { run in
-                        run.steps.indices.map { position in
-                            [
+                        run.steps.indices.map { position -> [SQLValue] in
+                            let after = run.after[position]
+                            return [
                                 .text(run.id), .text(run.steps[position]), .integer(Int64(position)),
-                                .text(run.after[position].map(String.init).joined(separator: ",")),
+                                .text(after.map(String.init).joined(separator: ",")),
+                                .integer(Int64(Set(after).count)), .text(run.workflow), .real(now),
                             ]
                         }
                     }, connection)
@@ -50,15 +54,17 @@ extension SQLStorage {
         return created
     }
 
-    /// Inserts `rows` into `table` (its columns named) in statements of up to 100 rows of `shape`.
+    /// Inserts `rows` into `table` (its columns named) in statements of 100, 10 or 1 rows of `shape`.
     private func insert(_ table: String, _ shape: String, _ rows: [[SQLValue]], _ connection: any SQLDatabase)
         throws
     {
-        for chunk in stride(from: 0, to: rows.count, by: 100) {
-            let part = rows[chunk..<min(chunk + 100, rows.count)]
-            try connection.query(
-                "INSERT INTO \(table) VALUES " + Array(repeating: shape, count: part.count).joined(separator: ", "),
-                part.flatMap { $0 })
+        var start = 0
+        for size in [100, 10, 1] {
+            let text = "INSERT INTO \(table) VALUES " + Array(repeating: shape, count: size).joined(separator: ", ")
+            while rows.count - start >= size {
+                try connection.query(text, rows[start..<start + size].flatMap { $0 })
+                start += size
+            }
         }
     }
 
@@ -189,18 +195,11 @@ extension SQLStorage {
         thread.submit(
             write: false,
             { connection in
-                // In statements of up to 500 ids (one round trip each on a server).
-                var cancelled: [String] = []
-                for chunk in stride(from: 0, to: runs.count, by: 500) {
-                    let ids = runs[chunk..<min(chunk + 500, runs.count)]
-                    cancelled += try connection.query(
-                        """
-                        SELECT id FROM runs WHERE cancel_requested = 1
-                            AND id IN (\(ids.map { _ in "?" }.joined(separator: ", ")))
-                        """, ids.map { .text($0) }
-                    ).compactMap { $0[0].string }
-                }
-                return cancelled
+                // The ids as one list parameter: one statement text whatever their count.
+                try connection.query(
+                    "SELECT id FROM runs WHERE cancel_requested = 1 AND \(self.dialect.isIn("id"))",
+                    [self.dialect.list(runs)]
+                ).compactMap { $0[0].string }
             }, completion: { result in completion((try? result.get()) ?? []) })
     }
 
@@ -209,20 +208,12 @@ extension SQLStorage {
         thread.submit(
             write: false,
             { connection -> [StoredRun] in
-                // In statements of up to 500 ids (one round trip each on a server).
-                var ended: [StoredRun] = []
-                for chunk in stride(from: 0, to: runs.count, by: 500) {
-                    let ids = runs[chunk..<min(chunk + 500, runs.count)]
-                    let found = try connection.query(
-                        """
-                        SELECT id FROM runs WHERE state IN ('completed', 'failed', 'cancelled')
-                            AND id IN (\(ids.map { _ in "?" }.joined(separator: ", ")))
-                        """, ids.map { .text($0) })
-                    for row in found {
-                        if let id = row[0].string, let run = try Self.loadRun(id, connection) { ended.append(run) }
-                    }
-                }
-                return ended
+                // The ids as one list parameter: one statement text whatever their count.
+                let found = try connection.query(
+                    """
+                    SELECT id FROM runs WHERE state IN ('completed', 'failed', 'cancelled') AND \(self.dialect.isIn("id"))
+                    """, [self.dialect.list(runs)])
+                return try found.compactMap { row in try row[0].string.flatMap { try Self.loadRun($0, connection) } }
             }, completion: completion)
     }
 
@@ -234,9 +225,8 @@ extension SQLStorage {
             bindings.append(.text(workflow))
         }
         if let states = filter.states {
-            let sorted = states.map(\.rawValue).sorted()
-            conditions.append("state IN (\(sorted.isEmpty ? "NULL" : sorted.map { _ in "?" }.joined(separator: ", ")))")
-            bindings += sorted.map { .text($0) }
+            conditions.append(dialect.isIn("state"))
+            bindings.append(dialect.list(states.map(\.rawValue).sorted()))
         }
         if let created = filter.created {
             conditions.append("created >= ? AND created < ?")
@@ -257,7 +247,8 @@ extension SQLStorage {
             bindings += [.text(after), .text(after), .text(after)]
         }
         let condition = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        let limit = filter.limit.map { " LIMIT \(max(0, $0))" } ?? ""
+        let limit = filter.limit == nil ? "" : " LIMIT ?"
+        if let count = filter.limit { bindings.append(.integer(Int64(max(0, count)))) }
         let query = """
             SELECT id, workflow, state, created, updated, error, input, final_step FROM runs \(condition)
             ORDER BY created, id\(limit)

@@ -11,7 +11,8 @@ extension SQLStorage {
         try self.init(
             owner: owner,
             dialect: SQLDialect(
-                begin: "BEGIN IMMEDIATE", claimLock: "", judgesOwnerProcesses: true, notify: nil, place: "'\(path)'"),
+                begin: "BEGIN IMMEDIATE", claimLock: "", judgesOwnerProcesses: true, notify: nil, place: "'\(path)'",
+                lists: .sqliteJSON),
             leaseSeconds: leaseSeconds
         ) {
             let connection: SQLiteConnection

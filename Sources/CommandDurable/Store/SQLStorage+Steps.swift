@@ -10,19 +10,20 @@ extension SQLStorage {
     ) {
         let owner = owner
         let lease = leaseSeconds
+        let token = UUID().uuidString
         thread.submit(
             write: true, hop: false,
             { [self] connection -> ClaimResult in
                 let now = self.now
                 guard
                     let runRow = try connection.query(
-                        "SELECT state, cancel_requested FROM runs WHERE id = ?", [.text(run)]
+                        "SELECT state, cancel_requested, workflow, created FROM runs WHERE id = ?", [.text(run)]
                     ).first
                 else { throw DurableError.storage(message: "run '\(run)' is not in the store") }
                 if runRow[1].int == 1 || runRow[0].string == DurableRunState.cancelled.rawValue { return .runCancelled }
                 var row = try connection.query(
                     """
-                    SELECT state, attempt, failures, owner, lease_until, value, error, next_attempt_at
+                    SELECT state, attempt, failures, owner, lease_until, value, error, next_attempt_at, claim
                     FROM steps WHERE run_id = ? AND step_id = ?\(dialect.claimLock)
                     """, [.text(run), .text(step)]
                 ).first
@@ -37,9 +38,11 @@ extension SQLStorage {
                     }
                     // A step the workflow makes now and did not when the run was recorded.
                     try connection.query(
-                        "INSERT INTO steps(run_id, step_id, position, state) VALUES (?, ?, ?, 'pending')",
-                        [.text(run), .text(step), .integer(Int64(position))])
-                    row = [.text("pending"), .integer(0), .integer(0), .null, .null, .null, .null, .null]
+                        """
+                        INSERT INTO steps(run_id, step_id, position, state, workflow, queued)
+                        VALUES (?, ?, ?, 'pending', ?, ?)
+                        """, [.text(run), .text(step), .integer(Int64(position)), runRow[2], runRow[3]])
+                    row = [.text("pending"), .integer(0), .integer(0), .null, .null, .null, .null, .null, .null]
                 }
                 let fields = row!
                 let attempt = Int(fields[1].int ?? 0)
@@ -55,11 +58,14 @@ extension SQLStorage {
                     return .failed(message: fields[6].string ?? "it did not run: a step it comes after failed")
                 case "running":
                     let holder = fields[3].string ?? ""
-                    // This store's own claim, made by the same request before a lost connection's retry.
-                    if holder == owner { return .claimed(attempt: attempt, failures: failures, tookOver: false) }
+                    // This very claim, committed before a lost connection's retry.
+                    if holder == owner && fields[8].string == token {
+                        return .claimed(attempt: attempt, failures: failures, tookOver: false)
+                    }
                     let until = fields[4].double ?? 0
-                    if until >= now && !isDead(owner: holder, connection) {
-                        return .held(until: Date(timeIntervalSinceNow: until - now))
+                    // Another claim of this process (a worker's) holds it like another process's would.
+                    if holder == owner || (until >= now && !isDead(owner: holder, connection)) {
+                        return .held(until: Date(timeIntervalSinceNow: max(until - now, 0.01)))
                     }
                     tookOver = true
                 default:
@@ -68,10 +74,8 @@ extension SQLStorage {
                     }
                 }
                 try connection.query(
-                    """
-                    UPDATE steps SET state = 'running', owner = ?, lease_until = ?, attempt = attempt + 1,
-                        started = ?, next_attempt_at = NULL WHERE run_id = ? AND step_id = ?
-                    """, [.text(owner), .real(now + lease), .real(now), .text(run), .text(step)])
+                    "UPDATE steps SET \(Self.claimSet) WHERE run_id = ? AND step_id = ?",
+                    [.text(owner), .real(now + lease), .real(now), .text(token), .text(run), .text(step)])
                 return .claimed(attempt: attempt + 1, failures: failures, tookOver: tookOver)
             }, completion: completion)
     }
@@ -88,12 +92,18 @@ extension SQLStorage {
         return !ProcessIdentity.isAlive(pid: Int32(pid), startTime: row[2].double)
     }
 
+    /// Records step `step` (at `position`) completed with `value`, fenced by this owner's claim and
+    /// `attempt`; in the same transaction, the steps after it count one predecessor less, up to `hand` of
+    /// those it made ready are claimed for this process (returned with their input and values when
+    /// `withValues`), and the run ends if it was its last step.
     func complete(
-        run: String, step: String, attempt: Int, value: Data?, claiming next: [(step: String, position: Int)],
+        run: String, step: String, position: Int, attempt: Int, value: Data?, hand: Int, withValues: Bool,
         completion: @escaping @Sendable (Result<CompleteResult, any Error>) -> Void
     ) {
         let owner = owner
         let lease = leaseSeconds
+        let token = UUID().uuidString
+        let dependents = SQLValue.text("%,\(position),%")
         thread.submit(
             write: true, hop: false,
             { [self] connection -> CompleteResult in
@@ -118,38 +128,60 @@ extension SQLStorage {
                         """, [.text(run), .text(step), .integer(Int64(attempt)), .text(owner)]
                     ).isEmpty
                 guard connection.changes == 1 || again else {
-                    return CompleteResult(recorded: false, claimed: [:], endedRun: false)
+                    return CompleteResult(recorded: false, handed: [], endedRun: false)
                 }
-                try notify(.ready, connection)
-                // The steps made ready by this one, claimed in the same transaction (a chain's next step
-                // needs no claim of its own): only pending ones with no backoff left, of a run not cancelled.
-                var claimed: [String: StepClaim] = [:]
-                for candidate in next {
-                    try connection.query(
+                var taken: [[SQLValue]] = []
+                if again {
+                    // Committed already: what it handed over then is this owner's, running, and not begun.
+                    taken = try connection.query(
                         """
-                        UPDATE steps SET state = 'running', owner = ?, lease_until = ?, attempt = attempt + 1,
-                            started = ?, next_attempt_at = NULL
-                        WHERE run_id = ? AND step_id = ? AND state = 'pending'
-                            AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
-                            AND NOT EXISTS (SELECT 1 FROM runs WHERE id = ? AND cancel_requested = 1)
-                        """,
-                        [
-                            .text(owner), .real(now + lease), .real(now), .text(run), .text(candidate.step), .real(now),
-                            .text(run),
-                        ])
-                    guard connection.changes == 1 || again,
-                        let row = try connection.query(
+                        SELECT \(Self.claimedColumns) FROM steps WHERE run_id = ? AND owner = ? AND state = 'running'
+                            AND (',' || after || ',') LIKE ?
+                        """, [.text(run), .text(owner), dependents])
+                } else {
+                    let madeReady = try connection.query(
+                        """
+                        UPDATE steps SET waiting = waiting - 1
+                        WHERE run_id = ? AND state = 'pending' AND (',' || after || ',') LIKE ?
+                        RETURNING waiting
+                        """, [.text(run), dependents]
+                    ).filter { $0[0].int == 0 }.count
+                    if madeReady > 0 && hand > 0 {
+                        // The steps made ready by this one, claimed in the same transaction (a chain's next
+                        // step needs no claim of its own).
+                        taken = try connection.query(
                             """
-                            SELECT attempt, failures FROM steps
-                            WHERE run_id = ? AND step_id = ? AND owner = ? AND state = 'running'
+                            WITH picked AS MATERIALIZED (
+                                SELECT step_id FROM steps
+                                WHERE run_id = ? AND state = 'pending' AND waiting = 0
+                                    AND (',' || after || ',') LIKE ? AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+                                ORDER BY position LIMIT ?\(dialect.claimLock))
+                            UPDATE steps SET \(Self.claimSet)
+                            WHERE run_id = ? AND step_id IN (SELECT step_id FROM picked)
+                            RETURNING \(Self.claimedColumns)
                             """,
-                            [.text(run), .text(candidate.step), .text(owner)]
-                        ).first
-                    else { continue }
-                    claimed[candidate.step] = StepClaim(attempt: Int(row[0].int ?? 1), failures: Int(row[1].int ?? 0))
+                            [
+                                .text(run), dependents, .real(now), .integer(Int64(hand)), .text(owner),
+                                .real(now + lease), .real(now), .text(token), .text(run),
+                            ])
+                    }
+                    // Other processes are told only of what is left for them: ready steps not handed here.
+                    if madeReady > taken.count { try notify(.ready, connection) }
+                }
+                let handed: [ClaimedStep]
+                if withValues {
+                    handed = try claimed(taken.map { ($0, false) }, connection)
+                } else {
+                    handed = taken.map { row in
+                        ClaimedStep(
+                            run: run, workflow: row[5].string ?? "", step: row[1].string ?? "",
+                            position: Int(row[2].int ?? 0),
+                            claim: StepClaim(attempt: Int(row[3].int ?? 1), failures: Int(row[4].int ?? 0)),
+                            tookOver: false, input: Data(), values: [:])
+                    }
                 }
                 let ended = try endRunIfDone(run, connection)
-                return CompleteResult(recorded: true, claimed: claimed, endedRun: ended)
+                return CompleteResult(recorded: true, handed: handed, endedRun: ended)
             },
             completion: { [self] result in
                 if case .success(let answer) = result, answer.recorded {

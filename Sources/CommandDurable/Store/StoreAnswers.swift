@@ -32,12 +32,20 @@ struct NewRun: Sendable {
     let finalStep: String
 }
 
-/// A step a worker may claim.
-struct ReadyStep: Sendable {
+/// A step claimed for this process (by a worker's claim, or handed over by the completion before it),
+/// with what it needs to run.
+struct ClaimedStep: Sendable {
     let run: String
     let workflow: String
     let step: String
     let position: Int
+    let claim: StepClaim
+    /// Taken from another owner whose lease expired (or whose process is gone).
+    let tookOver: Bool
+    /// The run's recorded input.
+    let input: Data
+    /// The recorded values of the steps it comes after, by position (nil for a step without one).
+    let values: [Int: Data?]
 }
 
 enum CreateRunResult: Sendable {
@@ -97,10 +105,10 @@ struct RecordedFailure: Sendable, Equatable {
 }
 
 /// The answer to a completion: recorded (false: refused, the claim no longer held the step), and the
-/// steps claimed with it (their attempt and failures so far).
+/// steps it made ready that were claimed with it for this process.
 struct CompleteResult: Sendable {
     let recorded: Bool
-    let claimed: [String: StepClaim]
+    let handed: [ClaimedStep]
     /// It was the run's last step to end: the run's end is recorded with it.
     let endedRun: Bool
 }

@@ -10,13 +10,21 @@ import Foundation
 /// runs(id PRIMARY KEY, workflow, input, state, cancel_requested, created, updated, error, error_kind,
 ///      error_step, final_step)
 /// steps(run_id, step_id, position, state, attempt, failures, owner, lease_until, value, error, error_type,
-///       next_attempt_at, started, ended, after, PRIMARY KEY (run_id, step_id))
+///       next_attempt_at, started, ended, after, waiting, workflow, queued, claim, PRIMARY KEY (run_id, step_id))
 /// owners(id PRIMARY KEY, host, pid, process_start, seen)       (SQLite: the processes of one host)
 /// INDEX unfinished_runs ON runs(created) WHERE state IN ('pending', 'running')
 /// INDEX ended_runs ON runs(updated) WHERE state IN ('completed', 'failed', 'cancelled')
 /// INDEX live_steps ON steps(run_id) WHERE state IN ('pending', 'running')
 /// INDEX running_steps ON steps(owner) WHERE state = 'running'      (the lease renewal's)
+/// INDEX ready_steps ON steps(queued) WHERE state = 'pending' AND waiting = 0   (a worker's claim)
+/// INDEX leased_steps ON steps(lease_until) WHERE state = 'running'  (the take-over of expired leases)
 /// ```
+///
+/// A step's `after` lists the positions of the steps it comes after (`"0,3"`); `waiting` counts those
+/// not completed yet (set when the run is recorded, decremented by each of their completions in its
+/// transaction): a step is ready when it is `pending` with `waiting = 0` and no backoff left
+/// (`next_attempt_at`). `workflow` and `queued` repeat the run's workflow and creation, so that a claim
+/// reads the steps table alone.
 package enum StoreSchema {
     /// The version the migrations reach.
     package static var version: Int { migrations.count }
@@ -75,6 +83,29 @@ package enum StoreSchema {
                 "CREATE INDEX unfinished_runs ON runs(created) WHERE state IN ('pending', 'running')",
                 "CREATE INDEX IF NOT EXISTS live_steps ON steps(run_id) WHERE state IN ('pending', 'running')",
                 "CREATE INDEX running_steps ON steps(owner) WHERE state = 'running'",
+            ]
+        },
+        // 3: what a worker claims in one statement: each step's count of unfinished predecessors
+        // (`waiting`), its run's workflow and creation (`queued`, the order of claims), and the token of the
+        // claim that took it (a claim run again after a lost connection finds its own).
+        { t in
+            [
+                "ALTER TABLE steps ADD COLUMN waiting \(t.integer) NOT NULL DEFAULT 0",
+                "ALTER TABLE steps ADD COLUMN workflow \(t.text) NOT NULL DEFAULT ''",
+                "ALTER TABLE steps ADD COLUMN queued \(t.real) NOT NULL DEFAULT 0",
+                "ALTER TABLE steps ADD COLUMN claim \(t.text)",
+                """
+                UPDATE steps SET workflow = (SELECT workflow FROM runs WHERE runs.id = steps.run_id),
+                    queued = (SELECT created FROM runs WHERE runs.id = steps.run_id)
+                """,
+                """
+                UPDATE steps SET waiting = (SELECT count(*) FROM steps p WHERE p.run_id = steps.run_id
+                    AND p.state <> 'completed'
+                    AND (',' || steps.after || ',') LIKE ('%,' || CAST(p.position AS \(t.text)) || ',%'))
+                WHERE state = 'pending'
+                """,
+                "CREATE INDEX ready_steps ON steps(queued) WHERE state = 'pending' AND waiting = 0",
+                "CREATE INDEX leased_steps ON steps(lease_until) WHERE state = 'running'",
             ]
         },
     ]

@@ -57,7 +57,7 @@ extension DurableStore {
             owner: SQLStorage.makeOwner(),
             dialect: SQLDialect(
                 begin: "BEGIN", claimLock: " FOR UPDATE SKIP LOCKED", judgesOwnerProcesses: false,
-                notify: "SELECT pg_notify('\(PostgresListener.channel)', ?)", place: place),
+                notify: "SELECT pg_notify('\(PostgresListener.channel)', ?)", place: place, lists: .postgresArrays),
             leaseSeconds: max(0.03, lease.inSeconds), patience: max(0.01, patience.inSeconds)
         ) {
             let connection = try PostgresConnection(postgres)
