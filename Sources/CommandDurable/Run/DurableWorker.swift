@@ -33,7 +33,22 @@ public final class DurableWorker: Sendable {
         var lastTakeOver = Date.distantPast
         /// The plans of the runs it worked last (a chain's steps are planned once), by run id.
         var plans: [String: RunPlan] = [:]
+        var claims = Claims()
     }
+
+    /// How it claimed its steps (the tests' and measurements' figures).
+    package struct Claims: Sendable, Equatable {
+        /// Steps claimed by its looks, and the looks that claimed any.
+        package var byLooks = 0
+        package var looks = 0
+        /// The most steps one look claimed.
+        package var largestLook = 0
+        /// Steps handed over by the completions of the steps before them.
+        package var handedOver = 0
+    }
+
+    /// How it claimed its steps so far.
+    package var claims: Claims { state.withLock { $0.claims } }
 
     private let store: DurableStore
     private let concurrency: Int
@@ -113,7 +128,13 @@ public final class DurableWorker: Sendable {
             [self] answer in
             let claimed = (try? answer.get()) ?? []
             // Each claimed step keeps its slot until it is in flight (or given back); the rest are free.
-            state.withLock { $0.reserved -= free - claimed.count }
+            state.withLock { state in
+                state.reserved -= free - claimed.count
+                guard !claimed.isEmpty else { return }
+                state.claims.looks += 1
+                state.claims.byLooks += claimed.count
+                state.claims.largestLook = max(state.claims.largestLook, claimed.count)
+            }
             for step in claimed { start(step) }
             // All it had room for: more may be ready.
             if claimed.count == free { poller.poke() }
@@ -168,7 +189,10 @@ public final class DurableWorker: Sendable {
                     guard let self else { return }
                     // Their slots taken now (before the completing step's end frees its own); planned and
                     // started off the store's thread, where completions answer.
-                    state.withLock { $0.reserved += steps.count }
+                    state.withLock { state in
+                        state.reserved += steps.count
+                        state.claims.handedOver += steps.count
+                    }
                     DispatchQueue.global().async { for step in steps { self.start(step) } }
                 },
                 retryAt: { [weak self] date in
