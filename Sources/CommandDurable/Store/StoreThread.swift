@@ -7,7 +7,8 @@ import Foundation
 /// the network).
 ///
 /// Group commit: the thread takes every request waiting and writes them in one `BEGIN IMMEDIATE ...
-/// COMMIT` (each inside a savepoint, so one request's failure undoes that request only); while one commit
+/// COMMIT` (when one of them throws, the batch is run again with each inside a savepoint, so that one
+/// request's failure undoes that request only); while one commit
 /// waits for the disk, the next batch gathers. Completions are called after the commit: an engine
 /// callback on a global Dispatch queue (never on this thread, so no command code runs here) or, for the
 /// step command's hand-over, on the thread itself; an awaiting caller's continuation is resumed.
@@ -378,9 +379,35 @@ package final class StoreThread: @unchecked Sendable {
             }
             finish.append(completion)
         } else {
+            // Together without savepoints (each costs two round trips on a server); only when one of
+            // them threw is the batch rolled back and run again with a savepoint each, so that the one
+            // failure undoes that request only.
+            var threw = false
             for request in writes {
-                guard runInSavepoint(request, &finish) else { return .lost }
+                let (failed, completion) = request.perform(connection)
+                if connection.isLost { return .lost }
                 if conflicted { return rolledBack() }
+                if failed {
+                    threw = true
+                    break
+                }
+                finish.append(completion)
+            }
+            if threw {
+                finish = []
+                do {
+                    try connection.execute("ROLLBACK")
+                    try connection.execute(begin)
+                } catch {
+                    if connection.isLost { return .lost }
+                    let failure = DurableError.storage(message: "\(place): could not begin a transaction: \(error)")
+                    for request in writes { request.abandon(failure) }
+                    return .done
+                }
+                for request in writes {
+                    guard runInSavepoint(request, &finish) else { return .lost }
+                    if conflicted { return rolledBack() }
+                }
             }
         }
         if hadReads && takeLoseNextCommit() {
