@@ -284,6 +284,168 @@ public final class ThrowawayPostgres: Sendable {
     }
 }
 
+extension ThrowawayPostgres {
+    /// Starts PgBouncer (Debian's `pgbouncer`, or `AWESOMECOMMAND_PGBOUNCER`) on 127.0.0.1 in front of this
+    /// server, in transaction pooling mode (a server connection per transaction: no session state, no
+    /// prepared statement kept between transactions), with this server's user and password. Stopped by
+    /// ``ThrowawayPgBouncer/stop()`` or at the process's exit with the server. Throws
+    /// ``Unavailable`` when PgBouncer is not installed.
+    public func startPgBouncer() async throws -> ThrowawayPgBouncer {
+        try await offThePool { try ThrowawayPgBouncer.startNow(in: self) }
+    }
+
+    /// Whether its processes run as the `postgres` user (the tests run as root).
+    fileprivate var runsAsPostgres: Bool { getuid() == 0 }
+
+    /// Whether something on 127.0.0.1 at `port` answers as PostgreSQL does (`pg_isready`).
+    fileprivate func answers(port: Int) -> Bool {
+        (try? Self.run(
+            bin.appendingPathComponent("pg_isready"), ["-h", "127.0.0.1", "-p", "\(port)", "-q"], asPostgres: false))
+            != nil
+    }
+
+    fileprivate static func launchCommand(_ program: String, _ arguments: [String], asPostgres: Bool) -> (
+        String, [String]
+    ) {
+        command(program, arguments, asPostgres: asPostgres)
+    }
+}
+
+/// PgBouncer in front of a ``ThrowawayPostgres``, in transaction pooling mode, on 127.0.0.1: made by
+/// ``ThrowawayPostgres/startPgBouncer()``.
+public final class ThrowawayPgBouncer: Sendable {
+    /// Where it listens (127.0.0.1).
+    public let port: Int
+    private let server: ThrowawayPostgres
+    private let folder: URL
+    private let process = LockedValue<Process?>(nil)
+
+    private init(port: Int, server: ThrowawayPostgres, folder: URL) {
+        self.port = port
+        self.server = server
+        self.folder = folder
+    }
+
+    /// A URL of `database` through PgBouncer (its databases are the server's).
+    public func url(database: String = "postgres") -> String {
+        "postgresql://\(server.user):\(server.password)@127.0.0.1:\(port)/\(database)"
+    }
+
+    /// The same database's URL through PgBouncer, from the server's URL of it.
+    public func url(for serverURL: String) -> String {
+        url(database: String(serverURL.split(separator: "/").last ?? "postgres"))
+    }
+
+    static func binary() throws -> String {
+        var candidates: [String] = []
+        if let configured = ProcessInfo.processInfo.environment["AWESOMECOMMAND_PGBOUNCER"] {
+            candidates.append(configured)
+        }
+        candidates += [
+            "/usr/sbin/pgbouncer", "/usr/bin/pgbouncer", "/usr/local/bin/pgbouncer", "/opt/homebrew/bin/pgbouncer",
+        ]
+        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        throw ThrowawayPostgres.Unavailable(
+            description: "PgBouncer was not found: install it (Debian: apt-get install pgbouncer; macOS: brew install "
+                + "pgbouncer), or set AWESOMECOMMAND_PGBOUNCER to its path.")
+    }
+
+    static func startNow(in server: ThrowawayPostgres) throws -> ThrowawayPgBouncer {
+        let binary = try binary()
+        let folder = server.folder.appendingPathComponent("pgbouncer-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let users = folder.appendingPathComponent("userlist.txt")
+        try Data("\"\(server.user)\" \"\(server.password)\"\n".utf8).write(to: users)
+        var lastError: (any Error)?
+        for _ in 0..<8 {
+            let port = Int.random(in: 20_000..<60_000)
+            let config = folder.appendingPathComponent("pgbouncer.ini")
+            try Data(
+                """
+                [databases]
+                * = host=127.0.0.1 port=\(server.port)
+                [pgbouncer]
+                listen_addr = 127.0.0.1
+                listen_port = \(port)
+                unix_socket_dir =
+                auth_type = scram-sha-256
+                auth_file = \(users.path)
+                pool_mode = transaction
+                max_client_conn = 500
+                default_pool_size = 20
+                logfile = \(folder.appendingPathComponent("pgbouncer.log").path)
+
+                """.utf8
+            ).write(to: config)
+            if server.runsAsPostgres, let entry = getpwnam("postgres") {
+                for path in [folder.path, users.path, config.path] {
+                    try FileManager.default.setAttributes(
+                        [.ownerAccountID: entry.pointee.pw_uid, .groupOwnerAccountID: entry.pointee.pw_gid],
+                        ofItemAtPath: path)
+                }
+            }
+            let pooler = ThrowawayPgBouncer(port: port, server: server, folder: folder)
+            do {
+                try pooler.launch(binary, config: config.path)
+                poolers.withLock { $0.append(pooler) }
+                return pooler
+            } catch {
+                lastError = error  // most likely the port was taken: another
+            }
+        }
+        throw lastError ?? ThrowawayPostgres.Unavailable(description: "PgBouncer did not start")
+    }
+
+    private func launch(_ binary: String, config: String) throws {
+        let process = Process()
+        let (executable, arguments) = ThrowawayPostgres.launchCommand(
+            binary, [config], asPostgres: server.runsAsPostgres)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process.withLock { $0 = process }
+        // Listening once it answers as a server does.
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if !process.isRunning {
+                let log = try? String(
+                    contentsOf: folder.appendingPathComponent("pgbouncer.log"), encoding: .utf8)
+                throw ThrowawayPostgres.Unavailable(
+                    description:
+                        "pgbouncer ended at once: \(log?.split(separator: "\n").suffix(3).joined(separator: " / ") ?? "no log")"
+                )
+            }
+            if server.answers(port: port) { return }
+            Thread.sleep(forTimeInterval: 0.05)  // its own thread: polling a port that has no event to wait on
+        }
+        stop()
+        throw ThrowawayPostgres.Unavailable(description: "pgbouncer did not listen within 30 s")
+    }
+
+    /// Stops it (its clients' connections are cut).
+    public func stop() {
+        if let process = process.withLock({ process -> Process? in
+            defer { process = nil }
+            return process
+        }) {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        poolers.withLock { $0.removeAll { $0 === self } }
+    }
+}
+
+/// Poolers still running, stopped at the process's exit.
+private let poolers: LockedValue<[ThrowawayPgBouncer]> = {
+    atexit {
+        for pooler in poolers.withLock({ $0 }) { pooler.stop() }
+    }
+    return LockedValue<[ThrowawayPgBouncer]>([])
+}()
+
 /// Servers still running, stopped at the process's exit.
 private let registry: LockedValue<[ThrowawayPostgres]> = {
     atexit {

@@ -14,19 +14,25 @@ struct PostgresError: Error, CustomStringConvertible {
     var description: String { "PostgreSQL error \(state): \(message)" }
 }
 
-/// One libpq connection, used by one thread (a store's): not `Sendable`. Statements are prepared once
-/// by their text (`?` placeholders rewritten to `$1`, `$2`, ...) and reused; values go as text, blobs
-/// as binary.
+/// One libpq connection, used by one thread (a store's): not `Sendable`. A statement's text is rewritten
+/// once (`?` placeholders to `$1`, `$2`, ...; the store's tables named with their schema, so that no
+/// session state is needed) and, on a direct connection, prepared once by its text and reused; through a
+/// pooler in transaction mode (`pooled`) each runs as an unnamed statement (a later transaction may be on
+/// another server connection, which does not have it). Values go as text, blobs as binary.
 final class PostgresConnection: SQLDatabase {
     private var handle: OpaquePointer?
-    private var statements: [String: String] = [:]
+    /// Each statement's text as sent, and its prepared statement's name (direct connections), by the
+    /// store's text.
+    private var statements: [String: (text: String, name: String)] = [:]
     private(set) var changes = 0
     let place: String
+    let pooled: Bool
 
     /// Connects (up to 10 s unless the connection string says otherwise). Throws
     /// `DurableError.storage` naming the server (never the password) when it cannot.
-    init(_ conninfo: String) throws {
+    init(_ conninfo: String, pooled: Bool = false) throws {
         StoreThread.checkThread()
+        self.pooled = pooled
         place = Self.place(of: conninfo)
         // The string's own parameters override these defaults (`expand_dbname`: later keywords win).
         let keywords = ["connect_timeout", "application_name", "dbname"]
@@ -79,7 +85,7 @@ final class PostgresConnection: SQLDatabase {
     func query(_ sql: String, _ bindings: [SQLValue]) throws -> [[SQLValue]] {
         StoreThread.checkThread()
         guard let handle else { throw PostgresError(state: "08003", message: "the connection is closed") }
-        let name = try prepare(sql, count: bindings.count)
+        let statement = try prepare(sql)
         // Each value as a C buffer (text, or a blob's bytes), freed after the call.
         var buffers: [UnsafeMutablePointer<CChar>?] = []
         var lengths: [Int32] = []
@@ -111,7 +117,12 @@ final class PostgresConnection: SQLDatabase {
         }
         let result = buffers.withUnsafeBufferPointer { values in
             values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-                PQexecPrepared(handle, name, Int32(bindings.count), values.baseAddress, lengths, formats, 0)
+                if pooled {
+                    return PQexecParams(
+                        handle, statement.text, Int32(bindings.count), nil, values.baseAddress, lengths, formats, 0)
+                }
+                return PQexecPrepared(
+                    handle, statement.name, Int32(bindings.count), values.baseAddress, lengths, formats, 0)
             }
         }
         defer { PQclear(result) }
@@ -195,24 +206,61 @@ final class PostgresConnection: SQLDatabase {
         return place
     }
 
-    private func prepare(_ sql: String, count: Int) throws -> String {
-        if let name = statements[sql] { return name }
+    private func prepare(_ sql: String) throws -> (text: String, name: String) {
+        if let statement = statements[sql] { return statement }
+        let text = Self.rewritten(sql)
+        let name = pooled ? "" : "s\(statements.count)"
+        if !pooled {
+            let result = PQprepare(handle, name, text, 0, nil)
+            defer { PQclear(result) }
+            try check(result)
+        }
+        statements[sql] = (text, name)
+        return (text, name)
+    }
+
+    /// The store's tables, named with their schema in the statements' texts.
+    static let tables: Set<Substring> = ["runs", "steps", "owners", "meta"]
+
+    /// `sql` as PostgreSQL takes it: `?` placeholders numbered (`$1`, `$2`, ...), and the store's tables
+    /// (`runs`, `steps`, `owners`, `meta`, where a name stands alone) named with their schema
+    /// (`awesomecommand.steps`); nothing inside quotes is changed.
+    static func rewritten(_ sql: String) -> String {
         var text = ""
         var index = 0
+        var quoted = false
+        var word = ""
+        func flush() {
+            if !word.isEmpty && tables.contains(Substring(word)) && text.last != "." {
+                text += PostgresSchema.name + "."
+            }
+            text += word
+            word = ""
+        }
         for character in sql {
-            if character == "?" {
+            if quoted {
+                text.append(character)
+                if character == "'" { quoted = false }
+                continue
+            }
+            if character.isLetter || character == "_" || (!word.isEmpty && character.isNumber) {
+                word.append(character)
+                continue
+            }
+            flush()
+            switch character {
+            case "'":
+                quoted = true
+                text.append(character)
+            case "?":
                 index += 1
                 text += "$\(index)"
-            } else {
+            default:
                 text.append(character)
             }
         }
-        let name = "s\(statements.count)"
-        let result = PQprepare(handle, name, text, 0, nil)
-        defer { PQclear(result) }
-        try check(result)
-        statements[sql] = name
-        return name
+        flush()
+        return text
     }
 
     private func check(_ result: OpaquePointer?) throws {
