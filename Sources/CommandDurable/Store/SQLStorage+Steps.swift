@@ -131,6 +131,8 @@ extension SQLStorage {
                     return CompleteResult(recorded: false, handed: [], endedRun: false)
                 }
                 var taken: [[SQLValue]] = []
+                // Steps after this one still pending: the run cannot have ended with it.
+                var stepsLeft = false
                 if again {
                     // Committed already: what it handed over then is this owner's, running, and not begun.
                     taken = try connection.query(
@@ -139,13 +141,14 @@ extension SQLStorage {
                             AND (',' || after || ',') LIKE ?
                         """, [.text(run), .text(owner), dependents])
                 } else {
-                    let madeReady = try connection.query(
+                    let counts = try connection.query(
                         """
                         UPDATE steps SET waiting = waiting - 1
                         WHERE run_id = ? AND state = 'pending' AND (',' || after || ',') LIKE ?
                         RETURNING waiting
-                        """, [.text(run), dependents]
-                    ).filter { $0[0].int == 0 }.count
+                        """, [.text(run), dependents])
+                    stepsLeft = !counts.isEmpty
+                    let madeReady = counts.filter { $0[0].int == 0 }.count
                     if madeReady > 0 && hand > 0 {
                         // The steps made ready by this one, claimed in the same transaction (a chain's next
                         // step needs no claim of its own). Found through the run's live steps: `waiting < 1`,
@@ -173,7 +176,17 @@ extension SQLStorage {
                 }
                 let handed: [ClaimedStep]
                 if withValues {
-                    handed = try claimed(taken.map { ($0, false) }, connection)
+                    // A chain's next step needs only this step's value, at hand: no read for it.
+                    let own = "\(position)"
+                    handed =
+                        taken.allSatisfy({ $0[6].string == own })
+                        ? taken.map { row in
+                            ClaimedStep(
+                                run: run, workflow: row[5].string ?? "", step: row[1].string ?? "",
+                                position: Int(row[2].int ?? 0),
+                                claim: StepClaim(attempt: Int(row[3].int ?? 1), failures: Int(row[4].int ?? 0)),
+                                tookOver: false, input: row[7].data ?? Data(), values: [position: value])
+                        } : try claimed(taken.map { ($0, false) }, connection)
                 } else {
                     handed = taken.map { row in
                         ClaimedStep(
@@ -183,7 +196,7 @@ extension SQLStorage {
                             tookOver: false, input: Data(), values: [:])
                     }
                 }
-                let ended = try endRunIfDone(run, connection)
+                let ended = stepsLeft ? false : try endRunIfDone(run, connection)
                 return CompleteResult(recorded: true, handed: handed, endedRun: ended)
             },
             completion: { [self] result in
