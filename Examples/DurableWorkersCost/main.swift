@@ -14,6 +14,8 @@
 // - the backlog: the same 4 processes on 100 enqueued chain runs, then on 10,000 (the first 2,000 steps
 //   of it): steps per second;
 // - enqueue of 10,000 runs, one after the other and in one call, on PostgreSQL and on an SQLite file.
+// `--backlog` runs the backlog rows only, `--enqueue` the enqueue rows only; `--statements` (with
+// `--postgres URL` of a server loading pg_stat_statements) counts the statements the server ran per step.
 // Steps return at once (their value sent from another thread, as real work would). `.full` durability
 // everywhere (`synchronous_commit = on`, SQLite `FULL`).
 import CommandDurable
@@ -216,6 +218,28 @@ if backlogOnly {
     exit(0)
 }
 
+/// `--statements` (with `--postgres URL` of a server that loads `pg_stat_statements`): the statements the
+/// server ran per step (BEGIN and COMMIT included: each is a round trip), by case.
+if arguments.contains("--statements") {
+    func perStep(_ label: String, _ body: () async throws -> Outcome) async throws {
+        try PostgresMeasurements.execute("SELECT pg_stat_statements_reset()", url: base!)
+        _ = try await body()
+        let calls = try PostgresMeasurements.number(
+            "SELECT sum(calls) FROM pg_stat_statements WHERE query NOT LIKE '%count(*)%' AND query NOT LIKE '%max(ended)%'",
+            url: base!)
+        let steps = try PostgresMeasurements.number(
+            "SELECT count(*) FROM awesomecommand.steps WHERE state = 'completed'", url: base!)
+        print(String(format: "%@: %.1f statements a step (%.0f for %.0f steps)", label, calls / steps, calls, steps))
+    }
+    try await perStep("1 worker of concurrency 1, 10-step chains") {
+        try await workers(CostChain.self, processes: 1, concurrency: 1, runs: 100)
+    }
+    try await perStep("4 workers of concurrency 16, 10 independent steps and a join") {
+        try await workers(CostFan.self, processes: 4, concurrency: 16, runs: 300)
+    }
+    exit(0)
+}
+
 if !enqueueOnly {
     // The floors: steps per second.
     var floors: [String: Double] = [:]
@@ -259,16 +283,7 @@ if !enqueueOnly {
             format:
                 "  / the one-row floor on 16 connections: %.2fx (goal >= 0.5x); / the 50-row floor on 4: %.2fx (goal >= 0.25x)",
             fans.stepsPerSecond / floors["16x1"]!, fans.stepsPerSecond / floors["4x50"]!))
-    let small = try await measured("backlog of 100 chain runs, 4 workers of concurrency 16") {
-        try await workers(CostChain.self, processes: 4, concurrency: 16, runs: 100)
-    }
-    let large = try await measured("backlog of 10,000 chain runs, the first 2,000 steps") {
-        try await workers(CostChain.self, processes: 4, concurrency: 16, runs: 10_000, enough: 2_000)
-    }
-    print(
-        String(
-            format: "  backlog 10,000 / backlog 100: %.2fx (goal >= 0.8x)", large.stepsPerSecond / small.stepsPerSecond)
-    )
+    try await backlogRows()
 }
 let enqueueCount = 10_000
 var postgresRounds: [Double] = []

@@ -359,14 +359,7 @@ package final class StoreThread: @unchecked Sendable {
         for call in reads { call(nil) }
         let writes = batch
         guard !writes.isEmpty else { return .done }
-        do {
-            try connection.execute(begin)
-        } catch {
-            if connection.isLost { return .lost }
-            let failure = DurableError.storage(message: "\(place): could not begin a transaction: \(error)")
-            for request in writes { request.abandon(failure) }
-            return .done
-        }
+        if let failed = begin(writes) { return failed }
         // A lone request needs no savepoint: if it threw, the whole transaction is rolled back.
         if writes.count == 1 {
             let (threw, completion) = writes[0].perform(connection)
@@ -395,15 +388,8 @@ package final class StoreThread: @unchecked Sendable {
             }
             if threw {
                 finish = []
-                do {
-                    try connection.execute("ROLLBACK")
-                    try connection.execute(begin)
-                } catch {
-                    if connection.isLost { return .lost }
-                    let failure = DurableError.storage(message: "\(place): could not begin a transaction: \(error)")
-                    for request in writes { request.abandon(failure) }
-                    return .done
-                }
+                try? connection.execute("ROLLBACK")
+                if let failed = begin(writes) { return failed }
                 for request in writes {
                     guard runInSavepoint(request, &finish) else { return .lost }
                     if conflicted { return rolledBack() }
@@ -426,6 +412,20 @@ package final class StoreThread: @unchecked Sendable {
         }
         for call in finish { call(commitError) }
         return .done
+    }
+
+    /// Begins the transaction of `writes`; nil once begun, otherwise how the batch ended (the connection
+    /// lost, or every request failed with the reason).
+    private func begin(_ writes: [Request]) -> Outcome? {
+        do {
+            try connection.execute(begin)
+            return nil
+        } catch {
+            if connection.isLost { return .lost }
+            let failure = DurableError.storage(message: "\(place): could not begin a transaction: \(error)")
+            for request in writes { request.abandon(failure) }
+            return .done
+        }
     }
 
     private func takeLoseNextCommit() -> Bool {
