@@ -14,7 +14,7 @@
 // - the backlog: the same 4 processes on 100 enqueued chain runs, then on 10,000 (the first 2,000 steps
 //   of it): steps per second;
 // - enqueue of 10,000 runs, one after the other and in one call, on PostgreSQL and on an SQLite file.
-// `--backlog` runs the backlog rows only, `--enqueue` the enqueue rows only; `--statements` (with
+// `--backlog` runs the backlog rows only (`--no-backlog` all but them), `--enqueue` the enqueue rows only; `--statements` (with
 // `--postgres URL` of a server loading pg_stat_statements) counts the statements the server ran per step.
 // Steps return at once (their value sent from another thread, as real work would). `.full` durability
 // everywhere (`synchronous_commit = on`, SQLite `FULL`).
@@ -283,7 +283,7 @@ if !enqueueOnly {
             format:
                 "  / the one-row floor on 16 connections: %.2fx (goal >= 0.5x); / the 50-row floor on 4: %.2fx (goal >= 0.25x)",
             fans.stepsPerSecond / floors["16x1"]!, fans.stepsPerSecond / floors["4x50"]!))
-    try await backlogRows()
+    if !arguments.contains("--no-backlog") { try await backlogRows() }
 }
 let enqueueCount = 10_000
 var postgresRounds: [Double] = []

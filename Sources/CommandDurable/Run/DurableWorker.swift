@@ -6,8 +6,13 @@ import Foundation
 /// made by ``DurableStore/work(concurrency:)``.
 ///
 /// It claims a step once every step it comes after is recorded completed (a step of a workflow this
-/// process registered; the others are left for a worker that did), rebuilds the run's graph from its
-/// recorded input (`build`), gives the step the recorded values of the steps it comes after, runs it and
+/// process registered; the others are left for a worker that did): as many ready steps as it has free
+/// slots, oldest run first, in one statement that returns each with its run's input and the recorded
+/// values of the steps it comes after; a step's completion hands it the next step of the run in the
+/// same transaction (one slot: a chain goes on here without a look); a step waiting for its retry's
+/// backoff holds no slot (it is claimed again when due, here or elsewhere); a completion refused (the
+/// step was taken over) frees the slot at once. It rebuilds the run's graph from its
+/// recorded input (`build`, once per run it works), gives the step the recorded values, runs it and
 /// records it, by the same rules as a run started here (leases renewed while it runs, a completion fenced
 /// by its attempt, retries and their recorded backoff). One run's steps may be worked by several workers
 /// in several processes. A run ends by one rule, whoever runs its steps: when every step ended (its end

@@ -10,6 +10,8 @@ final class RunExecution: Sendable {
     let values = StepValues()
     /// Each step's id.
     let ids: [String]
+    /// For each step, the ids of the steps that come after it (its completion counts them down).
+    let dependents: [[String]]
     // Guards the first failure (the step and the error itself) and the cancel flag.
     private let state = Locked<(failure: (step: String, error: any Error)?, cancelled: Bool)>((nil, false))
     // Guards the steps claimed ahead (with the completion of the step before them), by index.
@@ -36,6 +38,11 @@ final class RunExecution: Sendable {
         self.runID = runID
         self.workflow = workflow
         ids = steps.map(\.id)
+        var dependents = [[String]](repeating: [], count: steps.count)
+        for step in steps {
+            for before in Set(step.after) where before < steps.count { dependents[before].append(step.id) }
+        }
+        self.dependents = dependents
     }
 
     /// How many of the steps it makes ready a completion claims: all of them for a run started here (its

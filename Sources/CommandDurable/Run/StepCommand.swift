@@ -133,8 +133,9 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 return recordFailure(error, result, attempt: attempt, failures: failures, final: true)
             }
             execution.storage.complete(
-                run: execution.runID, step: definition.id, position: definition.index, attempt: attempt,
-                value: encoded, hand: execution.handLimit, withValues: execution.worker != nil
+                run: execution.runID, step: definition.id, position: definition.index,
+                dependents: execution.dependents[definition.index], attempt: attempt, value: encoded,
+                hand: execution.handLimit, withValues: execution.worker != nil
             ) { [self] answer in
                 switch answer {
                 case .success(let completion) where completion.recorded:

@@ -93,17 +93,19 @@ extension SQLStorage {
     }
 
     /// Records step `step` (at `position`) completed with `value`, fenced by this owner's claim and
-    /// `attempt`; in the same transaction, the steps after it count one predecessor less, up to `hand` of
+    /// `attempt`; in the same transaction, the steps after it (`dependents`, by id: each found by its key,
+    /// whatever the run's size) count one predecessor less, up to `hand` of
     /// those it made ready are claimed for this process (returned with their input and values when
     /// `withValues`), and the run ends if it was its last step.
     func complete(
-        run: String, step: String, position: Int, attempt: Int, value: Data?, hand: Int, withValues: Bool,
-        completion: @escaping @Sendable (Result<CompleteResult, any Error>) -> Void
+        run: String, step: String, position: Int, dependents: [String], attempt: Int, value: Data?, hand: Int,
+        withValues: Bool, completion: @escaping @Sendable (Result<CompleteResult, any Error>) -> Void
     ) {
         let owner = owner
         let lease = leaseSeconds
         let token = UUID().uuidString
-        let dependents = SQLValue.text("%,\(position),%")
+        let dependents = dialect.list(dependents)
+        let isDependent = dialect.isIn("step_id")
         thread.submit(
             write: true, hop: false,
             { [self] connection -> CompleteResult in
@@ -138,29 +140,29 @@ extension SQLStorage {
                     taken = try connection.query(
                         """
                         SELECT \(Self.claimedColumns) FROM steps WHERE run_id = ? AND owner = ? AND state = 'running'
-                            AND (',' || after || ',') LIKE ?
+                            AND \(isDependent)
                         """, [.text(run), .text(owner), dependents])
                 } else {
                     let counts = try connection.query(
                         """
                         UPDATE steps SET waiting = waiting - 1
-                        WHERE run_id = ? AND state = 'pending' AND (',' || after || ',') LIKE ?
+                        WHERE run_id = ? AND \(isDependent) AND state = 'pending'
                         RETURNING waiting
                         """, [.text(run), dependents])
                     stepsLeft = !counts.isEmpty
                     let madeReady = counts.filter { $0[0].int == 0 }.count
                     if madeReady > 0 && hand > 0 {
                         // The steps made ready by this one, claimed in the same transaction (a chain's next
-                        // step needs no claim of its own). Found through the run's live steps: `waiting < 1`,
-                        // not `= 0`, keeps PostgreSQL's generic plan off the index of every ready step
-                        // (`ready_steps`, whose scan grows with the backlog: measured 2.2 ms a statement at
-                        // 10,000 waiting runs, 0.06 ms at 100).
+                        // step needs no claim of its own). Found by their keys: `waiting < 1`, not `= 0`,
+                        // keeps PostgreSQL's generic plan off the index of every ready step (`ready_steps`,
+                        // whose scan grows with the backlog: measured 2.2 ms a statement at 10,000 waiting
+                        // runs, 0.06 ms at 100).
                         taken = try connection.query(
                             """
                             WITH picked AS MATERIALIZED (
                                 SELECT step_id FROM steps
-                                WHERE run_id = ? AND state = 'pending' AND waiting < 1
-                                    AND (',' || after || ',') LIKE ? AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+                                WHERE run_id = ? AND \(isDependent) AND state = 'pending' AND waiting < 1
+                                    AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
                                 ORDER BY position LIMIT ?\(dialect.claimLock))
                             UPDATE steps SET \(Self.claimSet)
                             WHERE run_id = ? AND step_id IN (SELECT step_id FROM picked)
