@@ -30,19 +30,13 @@ final class RunExecution: Sendable {
         let retryAt: @Sendable (Date) -> Void
     }
 
-    init(
-        storage: SQLStorage, runID: String, workflow: String, steps: [StepDefinition], worker: WorkerHooks? = nil
-    ) {
+    init(storage: SQLStorage, runID: String, workflow: String, plan: RunPlan, worker: WorkerHooks? = nil) {
         self.storage = storage
         self.worker = worker
         self.runID = runID
         self.workflow = workflow
-        ids = steps.map(\.id)
-        var dependents = [[String]](repeating: [], count: steps.count)
-        for step in steps {
-            for before in Set(step.after) where before < steps.count { dependents[before].append(step.id) }
-        }
-        self.dependents = dependents
+        ids = plan.steps.map(\.id)
+        dependents = plan.dependents
     }
 
     /// How many of the steps it makes ready a completion claims: all of them for a run started here (its

@@ -407,7 +407,7 @@ public final class DurableStore: Sendable {
     func launch<Output: Sendable>(
         _: DurableRun<Output>.Type, id: String, workflow: String, plan: RunPlan
     ) -> DurableRun<Output> {
-        let execution = RunExecution(storage: storage, runID: id, workflow: workflow, steps: plan.steps)
+        let execution = RunExecution(storage: storage, runID: id, workflow: workflow, plan: plan)
         let run = DurableRun<Output>(
             id: id, workflow: workflow, store: self,
             plan: .live(steps: plan.steps, final: plan.final, execution: execution))

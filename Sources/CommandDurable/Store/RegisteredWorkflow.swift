@@ -8,6 +8,19 @@ import Foundation
 struct RunPlan: Sendable {
     let steps: [StepDefinition]
     let final: Int
+    /// For each step, the ids of the steps that come after it (its completion counts them down): made
+    /// once a plan, not once a step.
+    let dependents: [[String]]
+
+    init(steps: [StepDefinition], final: Int) {
+        self.steps = steps
+        self.final = final
+        var dependents = [[String]](repeating: [], count: steps.count)
+        for step in steps {
+            for before in Set(step.after) where before < steps.count { dependents[before].append(step.id) }
+        }
+        self.dependents = dependents
+    }
 
     var finalStep: StepDefinition { steps[final] }
 }

@@ -176,28 +176,13 @@ extension SQLStorage {
                     // Other processes are told only of what is left for them: ready steps not handed here.
                     if madeReady > taken.count { try notify(.ready, connection) }
                 }
-                let handed: [ClaimedStep]
-                if withValues {
-                    // A chain's next step needs only this step's value, at hand: no read for it.
-                    let own = "\(position)"
-                    handed =
-                        taken.allSatisfy({ $0[6].string == own })
-                        ? taken.map { row in
-                            ClaimedStep(
-                                run: run, workflow: row[5].string ?? "", step: row[1].string ?? "",
-                                position: Int(row[2].int ?? 0),
-                                claim: StepClaim(attempt: Int(row[3].int ?? 1), failures: Int(row[4].int ?? 0)),
-                                tookOver: false, input: row[7].data ?? Data(), values: [position: value])
-                        } : try claimed(taken.map { ($0, false) }, connection)
-                } else {
-                    handed = taken.map { row in
-                        ClaimedStep(
-                            run: run, workflow: row[5].string ?? "", step: row[1].string ?? "",
-                            position: Int(row[2].int ?? 0),
-                            claim: StepClaim(attempt: Int(row[3].int ?? 1), failures: Int(row[4].int ?? 0)),
-                            tookOver: false, input: Data(), values: [:])
-                    }
-                }
+                // A chain's next step needs only this step's value, at hand: no read for it; the run
+                // started here needs none (its values are in memory).
+                let inHand = !withValues || taken.allSatisfy { $0[6].string == "\(position)" }
+                let handed =
+                    inHand
+                    ? taken.map { ClaimedStep(row: $0, tookOver: false, values: withValues ? [position: value] : [:]) }
+                    : try claimed(taken.map { ($0, false) }, connection)
                 let ended = stepsLeft ? false : try endRunIfDone(run, connection)
                 return CompleteResult(recorded: true, handed: handed, endedRun: ended)
             },

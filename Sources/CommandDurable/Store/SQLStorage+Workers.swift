@@ -107,13 +107,9 @@ extension SQLStorage {
             }
         }
         return taken.indices.map { index in
-            let row = taken[index].row
-            let run = row[0].string ?? ""
-            let recorded = values[run] ?? [:]
+            let recorded = values[taken[index].row[0].string ?? ""] ?? [:]
             return ClaimedStep(
-                run: run, workflow: row[5].string ?? "", step: row[1].string ?? "", position: Int(row[2].int ?? 0),
-                claim: StepClaim(attempt: Int(row[3].int ?? 1), failures: Int(row[4].int ?? 0)),
-                tookOver: taken[index].tookOver, input: row[7].data ?? Data(),
+                row: taken[index].row, tookOver: taken[index].tookOver,
                 values: recorded.filter { afters[index].contains($0.key) })
         }
     }
@@ -163,9 +159,6 @@ extension SQLStorage {
             }, completion: completion)
     }
 
-    func runState(_ id: String, completion: @escaping @Sendable (Result<StoredRun?, any Error>) -> Void) {
-        thread.submit(write: false, { try Self.loadRun(id, $0) }, completion: completion)
-    }
 }
 
 /// How many times a request's body ran (a batch run again after a lost connection runs it again): only

@@ -46,6 +46,18 @@ struct ClaimedStep: Sendable {
     let input: Data
     /// The recorded values of the steps it comes after, by position (nil for a step without one).
     let values: [Int: Data?]
+
+    /// From a row of a claim's `SQLStorage.claimedColumns`.
+    init(row: [SQLValue], tookOver: Bool, values: [Int: Data?]) {
+        run = row[0].string ?? ""
+        step = row[1].string ?? ""
+        position = Int(row[2].int ?? 0)
+        claim = StepClaim(attempt: Int(row[3].int ?? 1), failures: Int(row[4].int ?? 0))
+        workflow = row[5].string ?? ""
+        self.tookOver = tookOver
+        input = row[7].data ?? Data()
+        self.values = values
+    }
 }
 
 enum CreateRunResult: Sendable {
