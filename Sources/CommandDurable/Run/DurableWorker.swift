@@ -202,8 +202,11 @@ public final class DurableWorker: Sendable {
                 },
                 retryAt: { [weak self] date in
                     guard let self else { return }
+                    // Poked off the scheduler's shared queue (see `Poller`).
                     _ = DispatchScheduler.shared.schedule(after: Duration(clampingSeconds: date.timeIntervalSinceNow)) {
-                        [weak self] in self?.poller.poke()
+                        [weak self] in
+                        let poller = self?.poller
+                        DispatchQueue.global().async { poller?.poke() }
                     }
                 }))
         do {

@@ -65,7 +65,12 @@ final class Poller: Sendable {
             return state.again
         }
         if again { return poke() }
-        let token = DispatchScheduler.shared.schedule(after: backstop) { [weak self] in self?.poke() }
+        // The look runs off the scheduler's one queue, which every timer of the process shares: a look
+        // (or a store released at its end, whose close waits for its thread) never holds the timers up.
+        let token = DispatchScheduler.shared.schedule(after: backstop) { [weak self] in
+            let poller = self
+            DispatchQueue.global().async { poller?.poke() }
+        }
         let (stale, previous) = state.withLock { state -> (Bool, (any Cancelable)?) in
             if state.look == nil { return (true, nil) }
             defer { state.timer = token }

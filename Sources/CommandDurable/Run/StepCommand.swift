@@ -96,7 +96,10 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
 
     private func wait(until date: Date, _ result: CommandResult<Void>) {
         let delay = Duration(clampingSeconds: date.timeIntervalSinceNow)
-        let token = DispatchScheduler.shared.schedule(after: delay) { [self] in claim(result) }
+        // Claimed again off the scheduler's shared queue (see `Poller`).
+        let token = DispatchScheduler.shared.schedule(after: delay) { [self] in
+            DispatchQueue.global().async { self.claim(result) }
+        }
         let stale = attemptState.withLock { state -> Bool in
             if state.stopped { return true }
             state.timer = token
