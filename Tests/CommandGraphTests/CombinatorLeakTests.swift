@@ -19,6 +19,11 @@ private func source(_ values: [Int], fails: Bool = false, never: Bool = false) -
 /// Every command of a combinator graph is released after the graph ended, completed, failed or
 /// cancelled: no cycle between commands, queues, observers and cancelables survives (checked with
 /// `LeakTracker`, which waits for each command's `deinit`).
+///
+/// The bounds are the default 60 s: a graph here ends in milliseconds, but the test's own task resumes on
+/// the concurrency pool (2 threads here), which the whole suite in parallel keeps busy: measured with a
+/// probe task, a resume waited 1-5 s at times and a check's end was seen after 12 s, over the 10 s bound
+/// these checks once had (their graphs had ended long before; a leak still fails, after 60 s).
 @Suite struct CombinatorLeakTests {
     private func check(
         _ make: () -> Command<Int>, cancel: Bool = false, sourceLocation: SourceLocation = #_sourceLocation
@@ -30,9 +35,9 @@ private func source(_ values: [Int], fails: Bool = false, never: Bool = false) -
             let ended = Checkpoint()
             graph.execute(on: .queue(DispatchQueue(label: "leak"))) { event in if event.isTerminal { ended.fulfill() } }
             if cancel { graph.cancel() }
-            #expect(await ended.wait(seconds: 10), sourceLocation: sourceLocation)
+            #expect(await ended.wait(), sourceLocation: sourceLocation)
         }
-        #expect(await tracker.waitForRelease(seconds: 10) == [], sourceLocation: sourceLocation)
+        #expect(await tracker.waitForRelease(seconds: 60) == [], sourceLocation: sourceLocation)
     }
 
     @Test func completedGraphs_areReleased() async {
@@ -72,6 +77,6 @@ private func source(_ values: [Int], fails: Bool = false, never: Bool = false) -
             }
             _ = try? await action.execute(1).value
         }
-        #expect(await tracker.waitForRelease(seconds: 10) == [])
+        #expect(await tracker.waitForRelease(seconds: 60) == [])
     }
 }
