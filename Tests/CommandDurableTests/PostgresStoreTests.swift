@@ -140,7 +140,7 @@ import Testing
         let store = try await DurableStore(postgres: url)
         defer { store.close() }
         let version = try await DurableMeasurements.query("SELECT version FROM meta", on: store).first?.first?.int
-        #expect(version == 3)
+        #expect(version == 4)
         // Each pending step's count of predecessors not completed, its run's workflow and creation.
         let steps = try await DurableMeasurements.query(
             "SELECT step_id, waiting, workflow, queued FROM steps WHERE run_id = 'mid' ORDER BY position", on: store)
@@ -153,7 +153,10 @@ import Testing
                 on: store
             ).compactMap { $0.first?.string })
         #expect(
-            indexes == ["unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps"])
+            indexes == [
+                "unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps",
+                "deadline_runs",
+            ])
         let record = try #require(try await store.runs().first)
         #expect(record.id == "old" && record.state == .completed)
         #expect(record.output.flatMap { String(data: $0, encoding: .utf8) } == "18")
@@ -164,10 +167,10 @@ import Testing
         let url = try await server.makeDatabase()
         try await DurableStore(postgres: url).close()
         try await server.psql("UPDATE awesomecommand.meta SET version = 99", database: Self.databaseName(url))
-        await #expect(throws: DurableError.newerSchema(found: 99, supported: 3)) {
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 4)) {
             try await DurableStore(postgres: url)
         }
-        await #expect(throws: DurableError.newerSchema(found: 99, supported: 3)) {
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 4)) {
             try await DurableStore(postgres: url)
         }
 

@@ -26,6 +26,20 @@ public enum DurableError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownRun(String)
     /// `build` made an invalid flow (two steps with one id, a step of another flow, a bad retry).
     case invalidFlow(workflow: String, message: String)
+    /// The run's deadline (``DurableRunOptions/deadline``) passed before it ended.
+    case deadlineExceeded(run: String)
+    /// An attempt of a step ran longer than its `timeout:` (a failed attempt: its retry applies).
+    case stepTimedOut(step: String, after: Duration)
+    /// ``DurableStore/send(_:event:toRun:)`` to a run that ended.
+    case runEnded(String)
+    /// ``DurableStore/send(_:event:toRun:)`` of a second value to one event of a run.
+    case eventAlreadySent(run: String, event: String)
+    /// ``DurableStore/send(_:event:toRun:)`` after the event's wait timed out (it was recorded `nil`).
+    case eventClosed(run: String, event: String)
+    /// ``DurableStore/send(_:event:toRun:)`` to a run without that event step.
+    case unknownEvent(run: String, event: String)
+    /// A schedule's cron expression or interval cannot be used.
+    case invalidSchedule(String)
 
     public var description: String {
         switch self {
@@ -60,6 +74,25 @@ public enum DurableError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "is gone)."
         case .invalidFlow(let workflow, let message):
             return "Workflow '\(workflow)': \(message). Nothing was recorded."
+        case .deadlineExceeded(let run):
+            return "Run '\(run)' did not end before its deadline: its steps were stopped and it is recorded failed. "
+                + "Give a later deadline, or start it again under a new id."
+        case .stepTimedOut(let step, let after):
+            return "Step '\(step)' ran longer than its timeout of \(after): the attempt was cancelled (its retry, "
+                + "if any, applies). Give it a longer timeout, or make its work faster."
+        case .runEnded(let run):
+            return "Run '\(run)' has ended: an event sent to it now would never be read. Check the run's state "
+                + "before sending (store.runs), or send to a run still going."
+        case .eventAlreadySent(let run, let event):
+            return "Run '\(run)' was already sent a value for its event '\(event)': an event takes one value. "
+                + "The first value is kept."
+        case .eventClosed(let run, let event):
+            return "Run '\(run)' stopped waiting for its event '\(event)' (its timeout passed and nil was "
+                + "recorded): the value was not recorded."
+        case .unknownEvent(let run, let event):
+            return "Run '\(run)' has no event step '\(event)': check the id given to flow.event in its workflow."
+        case .invalidSchedule(let message):
+            return "Invalid schedule: \(message)."
         }
     }
 }

@@ -49,6 +49,14 @@ public struct DurableRunRecord: Sendable, Equatable {
     public let input: Data?
     /// Its value, encoded (JSON): the final step's, once the run completed.
     public let output: Data?
+    /// Its tags (``DurableRunOptions/tags``).
+    public var tags: Set<String> = []
+    /// Its priority (``DurableRunOptions/priority``).
+    public var priority: Int = 0
+    /// When its deadline passes, if it has one (``DurableRunOptions/deadline``, from its creation).
+    public var deadline: Date?
+    /// The date before which nothing of it begins, if one was given (``DurableRunOptions/notBefore``).
+    public var notBefore: Date?
 }
 
 /// Which runs ``DurableStore/runs(_:)`` lists: every condition given holds (they combine), in the order
@@ -72,10 +80,12 @@ public struct DurableRunFilter: Sendable, Equatable {
     public var limit: Int?
     /// The runs after this run id, in the listing's order (the next page: the last id of the page before).
     public var after: String?
+    /// Runs with every one of these tags (``DurableRunOptions/tags``).
+    public var tags: Set<String>?
 
     public init(
         workflow: String? = nil, states: Set<DurableRunState>? = nil, created: Range<Date>? = nil,
-        ended: Range<Date>? = nil, limit: Int? = nil, after: String? = nil
+        ended: Range<Date>? = nil, limit: Int? = nil, after: String? = nil, tags: Set<String>? = nil
     ) {
         self.workflow = workflow
         self.states = states
@@ -83,6 +93,7 @@ public struct DurableRunFilter: Sendable, Equatable {
         self.ended = ended
         self.limit = limit
         self.after = after
+        self.tags = tags
     }
 
     /// Every run.
@@ -93,6 +104,8 @@ public struct DurableRunFilter: Sendable, Equatable {
     public static func state(_ state: DurableRunState) -> DurableRunFilter { DurableRunFilter(states: [state]) }
     /// Runs of the workflow named `name`.
     public static func workflow(_ name: String) -> DurableRunFilter { DurableRunFilter(workflow: name) }
+    /// Runs tagged `tag` (``DurableRunOptions/tags``).
+    public static func tagged(_ tag: String) -> DurableRunFilter { DurableRunFilter(tags: [tag]) }
 }
 
 /// What ``DurableStore/resumeUnfinished()`` did.

@@ -163,6 +163,17 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
         }
     }
 
+    func expireHere() {
+        guard case .live(_, _, let execution) = plan else { return }
+        execution.noteFailure(step: "", DurableError.deadlineExceeded(run: id))
+        for step in steps { step.cancel() }
+    }
+
+    func eventArrived() {
+        guard case .live(_, _, let execution) = plan else { return }
+        execution.eventArrived()
+    }
+
     private func deliverRecorded(_ stored: StoredRun, codec: StepCodec, _ result: CommandResult<Output>) {
         switch stored.state {
         case .completed:

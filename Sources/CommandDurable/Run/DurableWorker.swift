@@ -101,8 +101,8 @@ public final class DurableWorker: Sendable {
 
     private func changed(_ change: StoreChange) {
         switch change {
-        case .ready, .ended: poller.poke()
-        case .cancelled(let run):
+        case .ready, .ended, .event: poller.poke()
+        case .cancelled(let run), .deadline(let run):
             let doomed = state.withLock { state in state.inFlight.values.filter { $0.runID == run } }
             for command in doomed { command.cancel() }
         }

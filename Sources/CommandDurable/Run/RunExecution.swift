@@ -61,9 +61,30 @@ final class RunExecution: Sendable {
         claimedAhead.withLock { $0.removeValue(forKey: index) }
     }
 
+    // Guards the waits for an event of this run's steps here, by step index.
+    private let eventWaits = Locked<[Int: @Sendable () -> Void]>([:])
+
+    /// Calls `wake` (once) when a value is sent to this run, unless step `index` waits again before.
+    func onEvent(_ index: Int, _ wake: @escaping @Sendable () -> Void) {
+        eventWaits.withLock { $0[index] = wake }
+    }
+
+    /// A value was sent to one of this run's events: its waits claim their steps again.
+    func eventArrived() {
+        let waits = eventWaits.withLock { waits in
+            defer { waits = [:] }
+            return waits
+        }
+        for wake in waits.values { wake() }
+    }
+
     /// Keeps the first failure of the run (later ones are consequences or concurrent).
+    /// A passed deadline wins over the failures it caused (its steps stopped).
     func noteFailure(step: String, _ error: any Error) {
-        state.withLock { if $0.failure == nil { $0.failure = (step, error) } }
+        state.withLock { state in
+            if state.failure == nil { return state.failure = (step, error) }
+            if case .deadlineExceeded? = error as? DurableError { state.failure = (step, error) }
+        }
     }
 
     var firstFailure: (step: String, error: any Error)? { state.withLock { $0.failure } }

@@ -14,8 +14,19 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
     // its lock.
     let definition: StepDefinition
     private let execution: RunExecution
-    private let attemptState = Locked<(command: Operation?, timer: (any Cancelable)?, stopped: Bool)>(
-        (nil, nil, false))
+    private let attemptState = Locked<AttemptState>(AttemptState())
+
+    /// The attempt running (or the wait), and whether the step was stopped.
+    private struct AttemptState {
+        var command: Operation?
+        /// A wait's timer (a backoff, a sleep, a wait for an event, a held step asked again).
+        var timer: (any Cancelable)?
+        /// The running attempt's timeout.
+        var timeout: (any Cancelable)?
+        /// The attempt whose timeout cancelled it.
+        var timedOut: Int?
+        var stopped = false
+    }
 
     init(_ definition: StepDefinition, execution: RunExecution) {
         self.definition = definition
@@ -35,15 +46,16 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
     private var stopped: Bool { attemptState.withLock { $0.stopped } }
 
     private func stop() {
-        let (command, timer) = attemptState.withLock { state -> (Operation?, (any Cancelable)?) in
+        let (command, timers) = attemptState.withLock { state -> (Operation?, [any Cancelable]) in
             state.stopped = true
             defer {
                 state.command = nil
                 state.timer = nil
+                state.timeout = nil
             }
-            return (state.command, state.timer)
+            return (state.command, [state.timer, state.timeout].compactMap { $0 })
         }
-        timer?.cancel()
+        for timer in timers { timer.cancel() }
         command?.cancel()
     }
 
@@ -77,6 +89,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 // Off the store's thread: making the step's command is the user's code.
                 DispatchQueue.global().async { [self] in runAttempt(result, attempt: attempt, failures: failures) }
             case .success(.notBefore(let date)):
+                if isEvent { return waitForEvent(until: date, result) }
                 wait(until: date, result)
             case .success(.held(let until)):
                 // Another live owner runs it: ask again (its record, or its death, decides).
@@ -87,6 +100,9 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 // failure, and the rule for the run's end applies with it; nothing more to record.
                 execution.markFailureRecorded()
                 fail(result, DurableError.stepFailed(step: definition.id, message: message))
+            case .success(.deadlineExceeded):
+                execution.markFailureRecorded()
+                fail(result, DurableError.deadlineExceeded(run: execution.runID))
             case .success(.runCancelled):
                 execution.markCancelled()
                 cancel()
@@ -94,12 +110,22 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         }
     }
 
-    private func wait(until date: Date, _ result: CommandResult<Void>) {
-        let delay = Duration(clampingSeconds: date.timeIntervalSinceNow)
-        // Claimed again off the scheduler's shared queue (see `Poller`).
-        let token = DispatchScheduler.shared.schedule(after: delay) { [self] in
+    /// Claims the step again at `date` (or, with `event`, once a value is sent to the run, whichever comes
+    /// first): once.
+    private func wait(until date: Date, _ result: CommandResult<Void>, event: Bool = false) {
+        let once = Locked(false)
+        let again: @Sendable () -> Void = { [self] in
+            guard
+                once.withLock({ fired in
+                    defer { fired = true }; return !fired
+                })
+            else { return }
+            // Claimed again off the scheduler's shared queue (see `Poller`).
             DispatchQueue.global().async { self.claim(result) }
         }
+        if event { execution.onEvent(definition.index, again) }
+        let delay = Duration(clampingSeconds: date.timeIntervalSinceNow)
+        let token = DispatchScheduler.shared.schedule(after: delay, again)
         let stale = attemptState.withLock { state -> Bool in
             if state.stopped { return true }
             state.timer = token
@@ -109,6 +135,15 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
     }
 
     private func runAttempt(_ result: CommandResult<Void>, attempt: Int, failures: Int) {
+        switch definition.kind {
+        case .work: break
+        case .sleep(.for(let duration)):
+            return beginWait(result, attempt: attempt, failures: failures, seconds: duration.inSeconds, until: nil)
+        case .sleep(.until(let date)):
+            return beginWait(result, attempt: attempt, failures: failures, seconds: nil, until: date)
+        case .event(let timeout):
+            return beginWait(result, attempt: attempt, failures: failures, seconds: timeout?.inSeconds, until: nil)
+        }
         let step = definition.make(execution.context(step: definition.id, attempt: attempt), execution.values)
         let stale = attemptState.withLock { state -> Bool in
             if state.stopped { return true }
@@ -117,9 +152,88 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         }
         if stale { return step.command.cancel() }
         if attempt > 1 { execution.log(.notice, definition.id, "attempt \(attempt)") }
+        if let timeout = definition.timeout {
+            let token = DispatchScheduler.shared.schedule(after: timeout) { [self] in
+                let command = attemptState.withLock { state -> Operation? in
+                    guard state.command === step.command else { return nil }
+                    state.timedOut = attempt
+                    return state.command
+                }
+                command?.cancel()
+            }
+            let stale = attemptState.withLock { state -> Bool in
+                if state.stopped || state.command !== step.command { return true }
+                state.timeout = token
+                return false
+            }
+            if stale { token.cancel() }
+        }
         step.start { [self] end in
-            attemptState.withLock { $0.command = nil }
+            let timeout = attemptState.withLock { state -> (any Cancelable)? in
+                state.command = nil
+                defer { state.timeout = nil }
+                return state.timeout
+            }
+            timeout?.cancel()
             ended(end, result, attempt: attempt, failures: failures)
+        }
+    }
+
+    private var isEvent: Bool {
+        if case .event = definition.kind { return true }
+        return false
+    }
+
+    /// A run started here waits for its event: claimed again when the store tells of a value sent to the
+    /// run, at `due` (its timeout), and at least every second on SQLite (whose other processes' sends are
+    /// not announced), every 10 s on a server's store (whose are).
+    private func waitForEvent(until due: Date?, _ result: CommandResult<Void>) {
+        let poll: TimeInterval = execution.storage.notifiesEveryProcess ? 10 : 1
+        wait(until: min(due ?? .distantFuture, Date(timeIntervalSinceNow: poll)), result, event: true)
+    }
+
+    /// A sleep's or an event's attempt: no command runs. The store records when the wait ends (the first
+    /// time), then says whether it is over (the step completes with the event's value, or nil) or the
+    /// step waits, pending and holding no slot: a worker moves on (it claims the step again when due, or
+    /// when a value is sent), a run started here waits on a timer (and, for an event, for the store's
+    /// word that a value was sent; on SQLite, whose other processes' sends are not announced, asked
+    /// again every second).
+    private func beginWait(
+        _ result: CommandResult<Void>, attempt: Int, failures: Int, seconds: TimeInterval?, until: Date?
+    ) {
+        if stopped { return }
+        let event = isEvent
+        execution.storage.wait(
+            run: execution.runID, step: definition.id, attempt: attempt, seconds: seconds, until: until, event: event
+        ) { [self] answer in
+            switch answer {
+            case .failure(let error):
+                fail(result, Self.storageError(error))
+            case .success(.refused):
+                if execution.worker != nil { return result.succeed() }
+                claim(result)
+            case .success(.waiting(let due)):
+                if let worker = execution.worker {
+                    if let due { worker.retryAt(due) }
+                    return result.succeed()
+                }
+                if event { return waitForEvent(until: due, result) }
+                wait(until: due ?? .distantFuture, result)
+            case .success(.due(let data)):
+                let value: any Sendable
+                do {
+                    value = try definition.codec.decode(data)
+                } catch {
+                    return fail(
+                        result,
+                        DurableError.decoding(
+                            run: execution.runID, step: definition.id, underlying: String(describing: error)))
+                }
+                if event { execution.log(.info, definition.id, data == Data("null".utf8) ? "timed out" : "received") }
+                DispatchQueue.global().async { [self] in
+                    ended(.completed(value), result, attempt: attempt, failures: failures)
+                }
+            }
         }
     }
 
@@ -159,6 +273,11 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         case .failed(let error):
             recordFailure(error, result, attempt: attempt, failures: failures, final: false)
         case .cancelled(let error):
+            if attemptState.withLock({ $0.timedOut == attempt }), let timeout = definition.timeout {
+                return recordFailure(
+                    DurableError.stepTimedOut(step: definition.id, after: timeout), result, attempt: attempt,
+                    failures: failures, final: false)
+            }
             if stopped || execution.isCancelled { return }
             recordFailure(error, result, attempt: attempt, failures: failures, final: false)
         }

@@ -11,6 +11,10 @@ package enum StoreChange: Equatable, Sendable {
     case ended(run: String)
     /// The run's cancel was recorded.
     case cancelled(run: String)
+    /// A value was sent to one of the run's events.
+    case event(run: String)
+    /// The run's deadline passed: it is recorded failed, its steps stopped.
+    case deadline(run: String)
 
     /// As sent between processes (a notification's payload).
     package var payload: String {
@@ -18,6 +22,8 @@ package enum StoreChange: Equatable, Sendable {
         case .ready: return "ready"
         case .ended(let run): return "ended:\(run)"
         case .cancelled(let run): return "cancelled:\(run)"
+        case .event(let run): return "event:\(run)"
+        case .deadline(let run): return "deadline:\(run)"
         }
     }
 
@@ -35,6 +41,10 @@ package enum StoreChange: Equatable, Sendable {
             self = .ended(run: String(payload.dropFirst(6)))
         } else if payload.hasPrefix("cancelled:") {
             self = .cancelled(run: String(payload.dropFirst(10)))
+        } else if payload.hasPrefix("event:") {
+            self = .event(run: String(payload.dropFirst(6)))
+        } else if payload.hasPrefix("deadline:") {
+            self = .deadline(run: String(payload.dropFirst(9)))
         } else {
             return nil
         }

@@ -148,10 +148,18 @@ public final class DurableStore: Sendable {
     /// The store's one subscription to its change feed: a cancel reaches the run running here, a run's end
     /// the enqueued runs awaited, every change the workers.
     private func route(_ change: StoreChange) {
-        if case .cancelled(let run) = change { state.withLock { $0.active[run] }?.cancelHere() }
+        switch change {
+        case .cancelled(let run): state.withLock { $0.active[run] }?.cancelHere()
+        case .deadline(let run): state.withLock { $0.active[run] }?.expireHere()
+        case .event(let run): state.withLock { $0.active[run] }?.eventArrived()
+        case .ready, .ended: break
+        }
         awaited.changed(change)
         for worker in workers.withLock({ Array($0.values) }) { worker(change) }
     }
+
+    // Guards when the store last looked for runs past their deadline.
+    private let lastDeadlineLook = Locked(Date.distantPast)
 
     // Guards the workers told of the store's changes, by worker.
     private let workers = Locked<[ObjectIdentifier: @Sendable (StoreChange) -> Void]>([:])
@@ -185,9 +193,10 @@ public final class DurableStore: Sendable {
     /// recording it: `run(_:id:)` tells).
     @discardableResult
     public func start<W: DurableWorkflow>(
-        _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
+        _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep,
+        options: DurableRunOptions = .none
     ) async throws -> DurableRun<W.Output> {
-        try await record(W.self, [(id, input)], ifExists: ifExists, runHere: true)[0]
+        try await record(W.self, [(id, input)], ifExists: ifExists, options: options, runHere: true)[0]
     }
 
     /// Starts many runs of `workflow` at once: recorded in one transaction (nothing recorded if one
@@ -195,9 +204,10 @@ public final class DurableStore: Sendable {
     /// in the order of `runs`; `ifExists` as for one run.
     @discardableResult
     public func start<W: DurableWorkflow>(
-        _ workflow: W.Type, runs: [(id: String, input: W.Input)], ifExists: DurableIfExists = .keep
+        _ workflow: W.Type, runs: [(id: String, input: W.Input)], ifExists: DurableIfExists = .keep,
+        options: DurableRunOptions = .none
     ) async throws -> [DurableRun<W.Output>] {
-        try await record(W.self, runs, ifExists: ifExists, runHere: true)
+        try await record(W.self, runs, ifExists: ifExists, options: options, runHere: true)
     }
 
     /// Records a run of `workflow` for the workers (``work(concurrency:)``, in this process or another
@@ -212,9 +222,10 @@ public final class DurableStore: Sendable {
     /// `ifExists`, the wait and a cancelled task as for ``start(_:id:input:ifExists:)``.
     @discardableResult
     public func enqueue<W: DurableWorkflow>(
-        _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep
+        _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep,
+        options: DurableRunOptions = .none
     ) async throws -> DurableRun<W.Output> {
-        try await record(W.self, [(id, input)], ifExists: ifExists, runHere: false)[0]
+        try await record(W.self, [(id, input)], ifExists: ifExists, options: options, runHere: false)[0]
     }
 
     /// Records many runs of `workflow` for the workers at once, in one transaction (multi-row inserts:
@@ -222,9 +233,10 @@ public final class DurableStore: Sendable {
     /// of `runs`, each watched only once its end is asked for.
     @discardableResult
     public func enqueue<W: DurableWorkflow>(
-        _ workflow: W.Type, runs: [(id: String, input: W.Input)], ifExists: DurableIfExists = .keep
+        _ workflow: W.Type, runs: [(id: String, input: W.Input)], ifExists: DurableIfExists = .keep,
+        options: DurableRunOptions = .none
     ) async throws -> [DurableRun<W.Output>] {
-        try await record(W.self, runs, ifExists: ifExists, runHere: false)
+        try await record(W.self, runs, ifExists: ifExists, options: options, runHere: false)
     }
 
     /// The run `id` of `workflow`, as recorded (by this process or another), without its input: ended, its
@@ -253,9 +265,11 @@ public final class DurableStore: Sendable {
     /// `start` and `enqueue`, of one run or many: one path, which records the runs in one transaction,
     /// then runs their steps here or leaves them to the workers.
     private func record<W: DurableWorkflow>(
-        _: W.Type, _ entries: [(id: String, input: W.Input)], ifExists: DurableIfExists, runHere: Bool
+        _: W.Type, _ entries: [(id: String, input: W.Input)], ifExists: DurableIfExists, options: DurableRunOptions,
+        runHere: Bool
     ) async throws -> [DurableRun<W.Output>] {
         guard registered(W.name) != nil else { throw DurableError.unknownWorkflow(W.name) }
+        if let reason = options.invalidReason { throw DurableError.invalidFlow(workflow: W.name, message: reason) }
         var named = Set<String>()
         for entry in entries {
             try DurableFlow.checkRunID(entry.id, workflow: W.name)
@@ -281,7 +295,8 @@ public final class DurableStore: Sendable {
         let records = try zip(fresh, plans).map { entry, plan in
             NewRun(
                 id: entry.id, workflow: W.name, input: try JSONEncoder().encode(entry.input),
-                steps: plan.steps.map(\.id), after: plan.steps.map(\.after), finalStep: plan.finalStep.id)
+                steps: plan.steps.map(\.id), after: plan.steps.map(\.after), finalStep: plan.finalStep.id,
+                options: options)
         }
         let created = try await storage.createRuns(records, failIfExists: ifExists == .fail)
         for (index, entry) in fresh.enumerated() {
@@ -360,8 +375,11 @@ public final class DurableStore: Sendable {
     /// ``DurableError/unknownRun(_:)`` for an id the store does not have.
     public func cancel(runID: String) async throws {
         _ = try await storage.requestCancel(run: runID)
-        state.withLock { $0.active[runID] }?.cancelHere()
+        cancelHere(runID)
     }
+
+    /// Cancels the steps of run `id` running here (its cancel is recorded).
+    func cancelHere(_ id: String) { state.withLock { $0.active[id] }?.cancelHere() }
 
     /// Deletes the runs that ended before `date` (and their steps); returns how many.
     @discardableResult
@@ -429,13 +447,29 @@ public final class DurableStore: Sendable {
         storage.stepValue(run: run.id, step: run.finalStep, completion: completion)
     }
 
-    /// Cancels the runs running here whose cancel another process recorded.
+    /// Cancels the runs running here whose cancel another process recorded; ends the runs whose deadline
+    /// passed (whoever runs them, or nobody: this store is the first to look).
     private func pollCancels(_ done: @escaping @Sendable () -> Void) {
         let ids = state.withLock { Array($0.active.keys) }
-        storage.cancelRequested(among: ids) { [weak self] cancelled in
-            defer { done() }
-            guard let self else { return }
-            for id in cancelled { state.withLock { $0.active[id] }?.cancelHere() }
+        // Deadlines once a second (one indexed read), not at every look.
+        let now = Date()
+        let deadlines = lastDeadlineLook.withLock { last in
+            guard now.timeIntervalSince(last) >= 1 else { return false }
+            last = now
+            return true
+        }
+        let storage = storage
+        let expire: @Sendable (@escaping @Sendable ([String]) -> Void) -> Void = { found in
+            if deadlines { storage.expireDeadlines(completion: found) } else { found([]) }
+        }
+        expire { [weak self] expired in
+            guard let self else { return done() }
+            for id in expired { state.withLock { $0.active[id] }?.expireHere() }
+            storage.cancelRequested(among: ids) { [weak self] cancelled in
+                defer { done() }
+                guard let self else { return }
+                for id in cancelled { state.withLock { $0.active[id] }?.cancelHere() }
+            }
         }
     }
 }

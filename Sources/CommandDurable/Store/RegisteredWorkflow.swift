@@ -29,6 +29,10 @@ struct RunPlan: Sendable {
 protocol ActiveRun: AnyObject, Sendable {
     /// Cancels it here (its cancel is recorded already, or is recorded by it).
     func cancelHere()
+    /// Its deadline passed (recorded): its steps stop here and it fails with `deadlineExceeded`.
+    func expireHere()
+    /// A value was sent to one of its events: its waits look again.
+    func eventArrived()
 }
 
 extension DurableRun: ActiveRun {

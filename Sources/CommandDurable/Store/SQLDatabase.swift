@@ -100,6 +100,18 @@ package struct SQLDialect: Sendable {
         self.lists = lists
     }
 
+    /// Appended to a read of one row that the transaction then writes: PostgreSQL's `FOR UPDATE` (a
+    /// concurrent writer of the row waits for this transaction); nothing for SQLite (one writer at a time).
+    var rowLock: String { claimLock.isEmpty ? "" : " FOR UPDATE" }
+
+    /// `column` (a text of `,`-separated items, `,a,b,`) holds the item bound to its `?` as `,item,`.
+    func holds(_ column: String) -> String {
+        switch lists {
+        case .postgresArrays: return "strpos(\(column), ?) > 0"
+        case .sqliteJSON: return "instr(\(column), ?) > 0"
+        }
+    }
+
     /// `column` is one of the texts of the list bound to its `?` (``list(_:)``).
     func isIn(_ column: String) -> String {
         switch lists {

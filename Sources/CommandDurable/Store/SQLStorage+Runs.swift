@@ -26,23 +26,30 @@ extension SQLStorage {
                 let fresh = runs.filter { existing[$0.id] == nil }
                 let now = self.now
                 try insert(
-                    "runs(id, workflow, input, state, created, updated, final_step)", "(?, ?, ?, 'running', ?, ?, ?)",
+                    "runs(id, workflow, input, state, created, updated, final_step, not_before, deadline, priority, tags)",
+                    "(?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                     fresh.map { run in
-                        [
+                        let options = run.options
+                        return [
                             .text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now),
-                            .text(run.finalStep),
+                            .text(run.finalStep), options.notBefore.map { .real($0.timeIntervalSince1970) } ?? .null,
+                            options.deadline.map { .real(now + $0.inSeconds) } ?? .null,
+                            .integer(Int64(options.priority)), .text(options.recordedTags),
                         ]
                     }, connection)
+                // A run not to begin before a date: each of its steps waits for it as for a backoff.
                 try insert(
-                    "steps(run_id, step_id, position, state, after, waiting, workflow, queued)",
-                    "(?, ?, ?, 'pending', ?, ?, ?, ?)",
+                    "steps(run_id, step_id, position, state, after, waiting, workflow, queued, next_attempt_at, priority)",
+                    "(?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
                     fresh.flatMap { run in
-                        run.steps.indices.map { position -> [SQLValue] in
+                        let notBefore = run.options.notBefore.map { SQLValue.real($0.timeIntervalSince1970) } ?? .null
+                        return run.steps.indices.map { position -> [SQLValue] in
                             let after = run.after[position]
                             return [
                                 .text(run.id), .text(run.steps[position]), .integer(Int64(position)),
                                 .text(after.map(String.init).joined(separator: ",")),
-                                .integer(Int64(Set(after).count)), .text(run.workflow), .real(now),
+                                .integer(Int64(Set(after).count)), .text(run.workflow), .real(now), notBefore,
+                                .integer(Int64(run.options.priority)),
                             ]
                         }
                     }, connection)
@@ -238,6 +245,10 @@ extension SQLStorage {
             conditions.append("state IN ('completed', 'failed', 'cancelled') AND updated >= ? AND updated < ?")
             bindings += [.real(ended.lowerBound.timeIntervalSince1970), .real(ended.upperBound.timeIntervalSince1970)]
         }
+        for tag in (filter.tags ?? []).sorted() {
+            conditions.append(dialect.holds("tags"))
+            bindings.append(.text(",\(tag),"))
+        }
         if let after = filter.after {
             conditions.append(
                 """
@@ -250,7 +261,9 @@ extension SQLStorage {
         let limit = filter.limit == nil ? "" : " LIMIT ?"
         if let count = filter.limit { bindings.append(.integer(Int64(max(0, count)))) }
         let query = """
-            SELECT id, workflow, state, created, updated, error, input, final_step FROM runs \(condition)
+            SELECT id, workflow, state, created, updated, error, input, final_step, tags, priority, deadline,
+                not_before
+            FROM runs \(condition)
             ORDER BY created, id\(limit)
             """
         return try await wrap {
@@ -279,11 +292,16 @@ extension SQLStorage {
                         if state == .completed, record.id == row[7].string { output = record.value }
                         return record
                     }
-                    return DurableRunRecord(
+                    var record = DurableRunRecord(
                         id: id, workflow: row[1].string ?? "", state: state,
                         created: Date(timeIntervalSince1970: row[3].double ?? 0),
                         updated: Date(timeIntervalSince1970: row[4].double ?? 0), steps: steps, error: row[5].string,
                         input: row[6].data, output: output)
+                    record.tags = Set((row[8].string ?? "").split(separator: ",").map(String.init))
+                    record.priority = Int(row[9].int ?? 0)
+                    record.deadline = row[10].double.map(Date.init(timeIntervalSince1970:))
+                    record.notBefore = row[11].double.map(Date.init(timeIntervalSince1970:))
+                    return record
                 }
             }
         }

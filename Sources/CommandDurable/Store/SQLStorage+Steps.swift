@@ -17,10 +17,12 @@ extension SQLStorage {
                 let now = self.now
                 guard
                     let runRow = try connection.query(
-                        "SELECT state, cancel_requested, workflow, created FROM runs WHERE id = ?", [.text(run)]
+                        "SELECT state, cancel_requested, workflow, created, error_kind FROM runs WHERE id = ?",
+                        [.text(run)]
                     ).first
                 else { throw DurableError.storage(message: "run '\(run)' is not in the store") }
                 if runRow[1].int == 1 || runRow[0].string == DurableRunState.cancelled.rawValue { return .runCancelled }
+                if runRow[4].string == "deadlineExceeded" { return .deadlineExceeded }
                 var row = try connection.query(
                     """
                     SELECT state, attempt, failures, owner, lease_until, value, error, next_attempt_at, claim

@@ -16,9 +16,9 @@ extension SQLStorage {
             next_attempt_at = NULL, claim = ?
         """
 
-    /// Claims up to `limit` ready steps of the `workflows` (this process registered them), oldest run
-    /// first, in one transaction: pending steps whose predecessors all completed and whose backoff is
-    /// over; with `takeOver`, first the running steps of other owners whose lease expired (or, on SQLite,
+    /// Claims up to `limit` ready steps of the `workflows` (this process registered them), of higher
+    /// priority first, then of the oldest run, in one transaction: pending steps whose predecessors all
+    /// completed and whose backoff (or sleep, or delayed start) is over; with `takeOver`, first the running steps of other owners whose lease expired (or, on SQLite,
     /// whose process is gone). Each comes with its run's input and the recorded values of the steps it
     /// comes after: nothing is read again before it runs. A claim run again after a lost connection
     /// finds the rows it took (its token) instead of taking others.
@@ -71,7 +71,7 @@ extension SQLStorage {
                             SELECT run_id, step_id FROM steps
                             WHERE state = 'pending' AND waiting = 0 AND \(dialect.isIn("workflow"))
                                 AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
-                            ORDER BY queued LIMIT ?\(dialect.claimLock))
+                            ORDER BY priority DESC, queued LIMIT ?\(dialect.claimLock))
                         UPDATE steps SET \(Self.claimSet)
                         WHERE (run_id, step_id) IN (SELECT run_id, step_id FROM picked)
                         RETURNING \(Self.claimedColumns)

@@ -30,6 +30,7 @@ struct NewRun: Sendable {
     /// For each step, the positions of the steps it comes after.
     let after: [[Int]]
     let finalStep: String
+    var options = DurableRunOptions.none
 }
 
 /// A step claimed for this process (by a worker's claim, or handed over by the completion before it),
@@ -99,6 +100,7 @@ struct RecordedFailure: Sendable, Equatable {
         case .decoding(_, let failedStep, let underlying)?:
             self.init(kind: "decoding", step: failedStep, message: underlying)
         case .storage(let message)?: self.init(kind: "storage", step: step, message: message)
+        case .deadlineExceeded?: self.init(kind: "deadlineExceeded", step: nil, message: String(describing: error))
         case .stepFailed(let failedStep, let message)?:
             self.init(kind: "stepFailed", step: failedStep, message: message)
         default: self.init(kind: "stepFailed", step: step, message: String(describing: error))
@@ -111,6 +113,7 @@ struct RecordedFailure: Sendable, Equatable {
         case "workflowChanged": return .workflowChanged(run: run, step: step ?? "")
         case "decoding": return .decoding(run: run, step: step, underlying: message)
         case "storage": return .storage(message: message)
+        case "deadlineExceeded": return .deadlineExceeded(run: run)
         default: return .stepFailed(step: step ?? "", message: message)
         }
     }
@@ -145,4 +148,6 @@ enum ClaimResult: Sendable {
     case held(until: Date)
     /// The run's cancel was recorded.
     case runCancelled
+    /// The run passed its deadline (recorded failed).
+    case deadlineExceeded
 }

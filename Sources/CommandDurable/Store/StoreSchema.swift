@@ -8,15 +8,17 @@ import Foundation
 ///
 /// ```text
 /// runs(id PRIMARY KEY, workflow, input, state, cancel_requested, created, updated, error, error_kind,
-///      error_step, final_step)
+///      error_step, final_step, not_before, deadline, priority, tags)
 /// steps(run_id, step_id, position, state, attempt, failures, owner, lease_until, value, error, error_type,
-///       next_attempt_at, started, ended, after, waiting, workflow, queued, claim, PRIMARY KEY (run_id, step_id))
+///       next_attempt_at, started, ended, after, waiting, workflow, queued, claim, due, event, priority,
+///       PRIMARY KEY (run_id, step_id))
 /// owners(id PRIMARY KEY, host, pid, process_start, seen)       (SQLite: the processes of one host)
 /// INDEX unfinished_runs ON runs(created) WHERE state IN ('pending', 'running')
 /// INDEX ended_runs ON runs(updated) WHERE state IN ('completed', 'failed', 'cancelled')
 /// INDEX live_steps ON steps(run_id) WHERE state IN ('pending', 'running')
 /// INDEX running_steps ON steps(owner) WHERE state = 'running'      (the lease renewal's)
-/// INDEX ready_steps ON steps(queued) WHERE state = 'pending' AND waiting = 0   (a worker's claim)
+/// INDEX ready_steps ON steps(priority DESC, queued) WHERE state = 'pending' AND waiting = 0  (a claim)
+/// INDEX deadline_runs ON runs(deadline) WHERE state IN ('pending', 'running') AND deadline IS NOT NULL
 /// INDEX leased_steps ON steps(lease_until) WHERE state = 'running'  (the take-over of expired leases)
 /// ```
 ///
@@ -106,6 +108,27 @@ package enum StoreSchema {
                 """,
                 "CREATE INDEX ready_steps ON steps(queued) WHERE state = 'pending' AND waiting = 0",
                 "CREATE INDEX leased_steps ON steps(lease_until) WHERE state = 'running'",
+            ]
+        },
+        // 4: time, events and limits. A step's `due` (when its sleep ends or its wait for an event times
+        // out, recorded when it begins), `event` (the value sent to it: a mailbox, kept whether or not the
+        // wait began) and `priority` (its run's: claims take higher first); a run's `not_before`,
+        // `deadline`, `priority` and `tags` (`,a,b,`).
+        { t in
+            [
+                "ALTER TABLE steps ADD COLUMN due \(t.real)",
+                "ALTER TABLE steps ADD COLUMN event \(t.blob)",
+                "ALTER TABLE steps ADD COLUMN priority \(t.integer) NOT NULL DEFAULT 0",
+                "ALTER TABLE runs ADD COLUMN not_before \(t.real)",
+                "ALTER TABLE runs ADD COLUMN deadline \(t.real)",
+                "ALTER TABLE runs ADD COLUMN priority \(t.integer) NOT NULL DEFAULT 0",
+                "ALTER TABLE runs ADD COLUMN tags \(t.text) NOT NULL DEFAULT ''",
+                "DROP INDEX IF EXISTS ready_steps",
+                "CREATE INDEX ready_steps ON steps(priority DESC, queued) WHERE state = 'pending' AND waiting = 0",
+                """
+                CREATE INDEX deadline_runs ON runs(deadline)
+                    WHERE state IN ('pending', 'running') AND deadline IS NOT NULL
+                """,
             ]
         },
     ]

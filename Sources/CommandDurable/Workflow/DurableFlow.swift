@@ -80,15 +80,18 @@ public final class DurableFlow: @unchecked Sendable {
     ///   - id: the step's id, unique in the workflow and the same at every `build` of one input.
     ///   - dependencies: the steps it comes after (`after:`); `make` gets their values, in this order.
     ///   - retry: when a failure is tried again (``StepRetry/never`` by default).
+    ///   - timeout: an attempt that runs longer is cancelled and counts as a failed attempt (`retry`
+    ///     applies; the error recorded is ``DurableError/stepTimedOut(step:after:)``). None by default.
     ///   - make: makes the step's command (on the step's queue), for each attempt.
     @discardableResult
     public func step<Output: Codable & Sendable, each Value: Sendable>(
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
+        timeout: Duration? = nil,
         _ make: @escaping @Sendable (StepContext, repeat each Value) -> Command<Output>
     ) -> DurableStep<Output> {
         let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
-        return add(id, after: after, retry: retry, codec: .json(Output.self)) { context, values in
+        return add(id, after: after, retry: retry, timeout: timeout, codec: .json(Output.self)) { context, values in
             make(context, repeat values.value(of: each reads))
         }
     }
@@ -97,11 +100,12 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step<each Value: Sendable>(
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
+        timeout: Duration? = nil,
         _ make: @escaping @Sendable (StepContext, repeat each Value) -> Command<Void>
     ) -> DurableStep<Void> {
         let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
-        return add(id, after: after, retry: retry, codec: .void) { context, values in
+        return add(id, after: after, retry: retry, timeout: timeout, codec: .void) { context, values in
             make(context, repeat values.value(of: each reads))
         }
     }
@@ -113,11 +117,12 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step<Output: Codable & Sendable, each Value: Sendable>(
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
+        timeout: Duration? = nil,
         _ work: @escaping @Sendable (StepContext, repeat each Value) async throws -> Output
     ) -> DurableStep<Output> {
         let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
-        return add(id, after: after, retry: retry, codec: .json(Output.self)) { context, values in
+        return add(id, after: after, retry: retry, timeout: timeout, codec: .json(Output.self)) { context, values in
             let inputs = (repeat values.value(of: each reads))
             return Command { try await work(context, repeat each inputs) }
         }
@@ -127,11 +132,12 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step<each Value: Sendable>(
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
+        timeout: Duration? = nil,
         _ work: @escaping @Sendable (StepContext, repeat each Value) async throws -> Void
     ) -> DurableStep<Void> {
         let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
-        return add(id, after: after, retry: retry, codec: .void) { context, values in
+        return add(id, after: after, retry: retry, timeout: timeout, codec: .void) { context, values in
             let inputs = (repeat values.value(of: each reads))
             return Command { try await work(context, repeat each inputs) }
         }
@@ -141,20 +147,24 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step<Output: Codable & Sendable>(
         _ id: String, waitingFor steps: [any DurableStepHandle], retry: StepRetry = .never,
+        timeout: Duration? = nil,
         _ make: @escaping @Sendable (StepContext) -> Command<Output>
     ) -> DurableStep<Output> {
         let after = steps.map { check($0, for: id) }
-        return add(id, after: after, retry: retry, codec: .json(Output.self)) { context, _ in make(context) }
+        return add(id, after: after, retry: retry, timeout: timeout, codec: .json(Output.self)) { context, _ in
+            make(context)
+        }
     }
 
     /// A step without a value that comes after `steps` without taking their values.
     @discardableResult
     public func step(
         _ id: String, waitingFor steps: [any DurableStepHandle], retry: StepRetry = .never,
+        timeout: Duration? = nil,
         _ make: @escaping @Sendable (StepContext) -> Command<Void>
     ) -> DurableStep<Void> {
         let after = steps.map { check($0, for: id) }
-        return add(id, after: after, retry: retry, codec: .void) { context, _ in make(context) }
+        return add(id, after: after, retry: retry, timeout: timeout, codec: .void) { context, _ in make(context) }
     }
 
     /// The places of the steps `id` comes after, each checked to be of this flow.
@@ -176,10 +186,67 @@ public final class DurableFlow: @unchecked Sendable {
         return step.index
     }
 
+    /// A step that waits `duration` once the steps in `waitingFor` completed, then completes (without a
+    /// value). The time it ends is recorded when it begins, by the database's clock: a process killed
+    /// during the sleep waits only the rest of it once the run goes on, and a resume never starts it over.
+    /// No thread waits: a worker claims the step after it only when it is due, and a run started here
+    /// waits on a timer. Cancelling the run ends the sleep.
+    @discardableResult
+    public func sleep(_ id: String, for duration: Duration, waitingFor steps: [any DurableStepHandle] = [])
+        -> DurableStep<Void>
+    {
+        if duration < .zero {
+            note(.invalidFlow(workflow: workflow, message: "sleep '\(id)' is for \(duration): give zero or more"))
+        }
+        return add(id, after: steps.map { check($0, for: id) }, kind: .sleep(.for(duration)), codec: .void)
+    }
+
+    /// A step that waits until `date` (recorded when the sleep begins: a `Date()` computed in `build` is
+    /// taken from the record at every later `build`, not computed again), then completes. As
+    /// ``sleep(_:for:waitingFor:)`` otherwise; a date already past completes at once.
+    @discardableResult
+    public func sleep(_ id: String, until date: Date, waitingFor steps: [any DurableStepHandle] = [])
+        -> DurableStep<Void>
+    {
+        add(id, after: steps.map { check($0, for: id) }, kind: .sleep(.until(date)), codec: .void)
+    }
+
+    /// A step that waits for a value sent to the run from anywhere (``DurableStore/send(_:event:toRun:)``,
+    /// in any process or host sharing the store) once the steps in `waitingFor` completed; its value is the
+    /// value sent, or nil when `timeout` passed first (from when the wait began; recorded: a value sent
+    /// after it is refused with ``DurableError/eventClosed(run:event:)``). A value sent before the wait
+    /// began is kept for it (a mailbox); each event step takes one value, read exactly once.
+    @discardableResult
+    public func event<Value: Codable & Sendable>(
+        _ id: String, of type: Value.Type, timeout: Duration? = nil, waitingFor steps: [any DurableStepHandle] = []
+    ) -> DurableStep<Value?> {
+        if let timeout, timeout < .zero {
+            note(
+                .invalidFlow(
+                    workflow: workflow, message: "event '\(id)' has a timeout of \(timeout): give zero or more"))
+        }
+        return add(
+            id, after: steps.map { check($0, for: id) }, kind: .event(timeout: timeout), codec: .json(Value?.self))
+    }
+
+    /// A step that is not the user's command (a sleep, an event): its command is never made.
+    private func add<Output: Sendable>(_ id: String, after: [Int], kind: StepKind, codec: StepCodec)
+        -> DurableStep<Output>
+    {
+        add(id, after: after, retry: .never, timeout: nil, codec: codec, kind: kind) { _, _ -> Command<Output> in
+            preconditionFailure("DurableFlow: the command of '\(id)', a \(kind), is never made")
+        }
+    }
+
     private func add<Output: Sendable>(
-        _ id: String, after: [Int], retry: StepRetry, codec: StepCodec,
+        _ id: String, after: [Int], retry: StepRetry, timeout: Duration?, codec: StepCodec, kind: StepKind = .work,
         make: @escaping @Sendable (StepContext, StepValues) -> Command<Output>
     ) -> DurableStep<Output> {
+        if let timeout, timeout <= .zero {
+            note(
+                .invalidFlow(
+                    workflow: workflow, message: "step '\(id)' has a timeout of \(timeout): give more than zero"))
+        }
         if let reason = Self.invalidReason(id) {
             note(.invalidFlow(workflow: workflow, message: "the step id \(String(reflecting: id)) \(reason)"))
         }
@@ -202,7 +269,7 @@ public final class DurableFlow: @unchecked Sendable {
         let index = steps.count
         steps.append(
             StepDefinition(
-                id: id, index: index, after: after, retry: retry, codec: codec,
+                id: id, index: index, after: after, retry: retry, codec: codec, kind: kind, timeout: timeout,
                 make: { context, values in StepRun(make(context, values)) }))
         return DurableStep(id: id, index: index, flow: ObjectIdentifier(self))
     }
@@ -251,8 +318,33 @@ struct StepDefinition: Sendable {
     let after: [Int]
     let retry: StepRetry
     let codec: StepCodec
+    /// The user's command, or a wait of the engine's.
+    let kind: StepKind
+    /// An attempt running longer is cancelled and fails.
+    let timeout: Duration?
     /// Makes the attempt's command (type-erased).
     let make: @Sendable (StepContext, StepValues) -> StepRun
+}
+
+/// What a step does: the user's command, or a wait the engine keeps in the store (no command runs).
+enum StepKind: Sendable, CustomStringConvertible {
+    case work
+    case sleep(SleepSpan)
+    /// Waits for a value sent to the run; nil after `timeout`.
+    case event(timeout: Duration?)
+
+    enum SleepSpan: Sendable {
+        case `for`(Duration)
+        case until(Date)
+    }
+
+    var description: String {
+        switch self {
+        case .work: return "step"
+        case .sleep: return "sleep"
+        case .event: return "event"
+        }
+    }
 }
 
 /// How a step's value is stored: JSON of a `Codable` value, or nothing for `Void`.
