@@ -121,3 +121,28 @@ struct Quick: DurableWorkflow {
         flow.step("quick") { _ in Command.just(input) }
     }
 }
+
+/// The sleeps of the test's `Nap` and `NapUntil` (same names, steps and values): started here, killed
+/// during their sleeps, resumed by the test.
+struct WorkerNap: DurableWorkflow {
+    static let name = "nap"
+    struct Input: Codable, Sendable {
+        var tag: String
+        var seconds: Double
+    }
+
+    static func build(_ flow: DurableFlow, input: Input) throws -> DurableStep<Int> {
+        let before = flow.step("before") { _ in Command<Int>.just(1) }
+        let nap = flow.sleep("nap", for: .milliseconds(Int(input.seconds * 1_000)), waitingFor: [before])
+        return flow.step("after", waitingFor: [nap]) { _ in Command<Int>.just(7) }
+    }
+}
+
+struct WorkerNapUntil: DurableWorkflow {
+    static let name = "nap-until"
+
+    static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+        let nap = flow.sleep("nap", until: Date().addingTimeInterval(6))
+        return flow.step("after", waitingFor: [nap]) { _ in Command<Int>.just(8) }
+    }
+}
