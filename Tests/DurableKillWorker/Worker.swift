@@ -146,3 +146,12 @@ struct WorkerNapUntil: DurableWorkflow {
         return flow.step("after", waitingFor: [nap]) { _ in Command<Int>.just(8) }
     }
 }
+
+/// The test's `Beat` (same name and step): a schedule's run, fired by worker processes.
+struct WorkerBeat: DurableWorkflow {
+    static let name = "beat"
+
+    static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<String> {
+        flow.step("beat") { context in Command<String>.just(context.runID) }
+    }
+}

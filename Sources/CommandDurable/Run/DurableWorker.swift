@@ -36,6 +36,10 @@ public final class DurableWorker: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// When the last look took over expired leases (once a backstop period at most).
         var lastTakeOver = Date.distantPast
+        /// When it last looked at the schedules, and their next slot then (it looks again at that time,
+        /// and at least once a second for schedules made elsewhere).
+        var lastScheduleLook = Date.distantPast
+        var nextSlot: Date?
         /// The plans of the runs it worked last (a chain's steps are planned once), by run id.
         var plans: [String: RunPlan] = [:]
         var claims = Claims()
@@ -128,7 +132,9 @@ public final class DurableWorker: Sendable {
             let doomed = state.withLock { state in state.inFlight.values.filter { cancelled.contains($0.runID) } }
             for command in doomed { command.cancel() }
         }
-        if stopping || free <= 0 { return done() }  // draining: cancels only, nothing claimed
+        if stopping { return done() }  // draining: cancels only, nothing claimed
+        fireSchedulesIfDue()
+        if free <= 0 { return done() }
         store.storage.claimReady(workflows: store.registeredNames, limit: free, takeOver: backstopLook) {
             [self] answer in
             let claimed = (try? answer.get()) ?? []
@@ -144,6 +150,32 @@ public final class DurableWorker: Sendable {
             // All it had room for: more may be ready.
             if claimed.count == free { poller.poke() }
             done()
+        }
+    }
+
+    /// Fires the schedules' due slots (each once, whichever worker of any process fires it): at the
+    /// next slot it knows of, and once a second for schedules made elsewhere; then looks again at the
+    /// next slot.
+    private func fireSchedulesIfDue() {
+        let due = state.withLock { state -> Bool in
+            let now = Date()
+            guard now >= (state.nextSlot ?? .distantFuture) || now.timeIntervalSince(state.lastScheduleLook) >= 1 else {
+                return false
+            }
+            state.lastScheduleLook = now
+            state.nextSlot = nil
+            return true
+        }
+        guard due else { return }
+        store.fireSchedules { [weak self] next in
+            guard let self, let next else { return }
+            state.withLock { $0.nextSlot = next }
+            // Poked off the scheduler's shared queue (see `Poller`).
+            _ = DispatchScheduler.shared.schedule(after: Duration(clampingSeconds: next.timeIntervalSinceNow)) {
+                [weak self] in
+                let poller = self?.poller
+                DispatchQueue.global().async { poller?.poke() }
+            }
         }
     }
 

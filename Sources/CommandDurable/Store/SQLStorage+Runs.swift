@@ -24,41 +24,47 @@ extension SQLStorage {
                     }
                 }
                 let fresh = runs.filter { existing[$0.id] == nil }
-                let now = self.now
-                try insert(
-                    "runs(id, workflow, input, state, created, updated, final_step, not_before, deadline, priority, tags)",
-                    "(?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
-                    fresh.map { run in
-                        let options = run.options
-                        return [
-                            .text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now),
-                            .text(run.finalStep), options.notBefore.map { .real($0.timeIntervalSince1970) } ?? .null,
-                            options.deadline.map { .real(now + $0.inSeconds) } ?? .null,
-                            .integer(Int64(options.priority)), .text(options.recordedTags),
-                        ]
-                    }, connection)
-                // A run not to begin before a date: each of its steps waits for it as for a backoff.
-                try insert(
-                    "steps(run_id, step_id, position, state, after, waiting, workflow, queued, next_attempt_at, priority)",
-                    "(?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
-                    fresh.flatMap { run in
-                        let notBefore = run.options.notBefore.map { SQLValue.real($0.timeIntervalSince1970) } ?? .null
-                        return run.steps.indices.map { position -> [SQLValue] in
-                            let after = run.after[position]
-                            return [
-                                .text(run.id), .text(run.steps[position]), .integer(Int64(position)),
-                                .text(after.map(String.init).joined(separator: ",")),
-                                .integer(Int64(Set(after).count)), .text(run.workflow), .real(now), notBefore,
-                                .integer(Int64(run.options.priority)),
-                            ]
-                        }
-                    }, connection)
+                try insertRuns(fresh, connection)
                 if !fresh.isEmpty { try notify(.ready, connection) }
                 return runs.map { run in existing[run.id].map { .exists($0) } ?? .created }
             }
         }
         if created.contains(where: { if case .created = $0 { true } else { false } }) { announce(.ready) }
         return created
+    }
+
+    /// Inserts `fresh` runs (none of them recorded yet) with their steps, in statements of 100, 10 or 1
+    /// rows.
+    func insertRuns(_ fresh: [NewRun], _ connection: any SQLDatabase) throws {
+        let now = self.now
+        try insert(
+            "runs(id, workflow, input, state, created, updated, final_step, not_before, deadline, priority, tags)",
+            "(?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+            fresh.map { run in
+                let options = run.options
+                return [
+                    .text(run.id), .text(run.workflow), .blob(run.input), .real(now), .real(now),
+                    .text(run.finalStep), options.notBefore.map { .real($0.timeIntervalSince1970) } ?? .null,
+                    options.deadline.map { .real(now + $0.inSeconds) } ?? .null,
+                    .integer(Int64(options.priority)), .text(options.recordedTags),
+                ]
+            }, connection)
+        // A run not to begin before a date: each of its steps waits for it as for a backoff.
+        try insert(
+            "steps(run_id, step_id, position, state, after, waiting, workflow, queued, next_attempt_at, priority)",
+            "(?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
+            fresh.flatMap { run in
+                let notBefore = run.options.notBefore.map { SQLValue.real($0.timeIntervalSince1970) } ?? .null
+                return run.steps.indices.map { position -> [SQLValue] in
+                    let after = run.after[position]
+                    return [
+                        .text(run.id), .text(run.steps[position]), .integer(Int64(position)),
+                        .text(after.map(String.init).joined(separator: ",")),
+                        .integer(Int64(Set(after).count)), .text(run.workflow), .real(now), notBefore,
+                        .integer(Int64(run.options.priority)),
+                    ]
+                }
+            }, connection)
     }
 
     /// Inserts `rows` into `table` (its columns named) in statements of 100, 10 or 1 rows of `shape`.

@@ -13,12 +13,15 @@ import Foundation
 ///       next_attempt_at, started, ended, after, waiting, workflow, queued, claim, due, event, priority,
 ///       PRIMARY KEY (run_id, step_id))
 /// owners(id PRIMARY KEY, host, pid, process_start, seen)       (SQLite: the processes of one host)
+/// schedules(id PRIMARY KEY, workflow, input, cron, time_zone, every, catch_up, catch_up_max, next, last,
+///      created)
 /// INDEX unfinished_runs ON runs(created) WHERE state IN ('pending', 'running')
 /// INDEX ended_runs ON runs(updated) WHERE state IN ('completed', 'failed', 'cancelled')
 /// INDEX live_steps ON steps(run_id) WHERE state IN ('pending', 'running')
 /// INDEX running_steps ON steps(owner) WHERE state = 'running'      (the lease renewal's)
 /// INDEX ready_steps ON steps(priority DESC, queued) WHERE state = 'pending' AND waiting = 0  (a claim)
 /// INDEX deadline_runs ON runs(deadline) WHERE state IN ('pending', 'running') AND deadline IS NOT NULL
+/// INDEX due_schedules ON schedules(next)
 /// INDEX leased_steps ON steps(lease_until) WHERE state = 'running'  (the take-over of expired leases)
 /// ```
 ///
@@ -113,7 +116,7 @@ package enum StoreSchema {
         // 4: time, events and limits. A step's `due` (when its sleep ends or its wait for an event times
         // out, recorded when it begins), `event` (the value sent to it: a mailbox, kept whether or not the
         // wait began) and `priority` (its run's: claims take higher first); a run's `not_before`,
-        // `deadline`, `priority` and `tags` (`,a,b,`).
+        // `deadline`, `priority` and `tags` (`,a,b,`); the schedules, each with its next slot not fired.
         { t in
             [
                 "ALTER TABLE steps ADD COLUMN due \(t.real)",
@@ -129,6 +132,12 @@ package enum StoreSchema {
                 CREATE INDEX deadline_runs ON runs(deadline)
                     WHERE state IN ('pending', 'running') AND deadline IS NOT NULL
                 """,
+                """
+                CREATE TABLE schedules(id \(t.text) PRIMARY KEY, workflow \(t.text) NOT NULL, input \(t.blob) NOT NULL,
+                    cron \(t.text), time_zone \(t.text), every \(t.real), catch_up \(t.text) NOT NULL,
+                    catch_up_max \(t.integer) NOT NULL DEFAULT 0, next \(t.real), last \(t.real), created \(t.real) NOT NULL)
+                """,
+                "CREATE INDEX due_schedules ON schedules(next)",
             ]
         },
     ]
