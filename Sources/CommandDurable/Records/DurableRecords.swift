@@ -57,6 +57,8 @@ public struct DurableRunRecord: Sendable, Equatable {
     public var deadline: Date?
     /// The date before which nothing of it begins, if one was given (``DurableRunOptions/notBefore``).
     public var notBefore: Date?
+    /// For a child run (``DurableFlow/child(_:_:after:input:)``), its parent run's id.
+    public var parent: String?
 }
 
 /// Which runs ``DurableStore/runs(_:)`` lists: every condition given holds (they combine), in the order

@@ -30,9 +30,17 @@ final class RunExecution: Sendable {
         let retryAt: @Sendable (Date) -> Void
     }
 
-    init(storage: SQLStorage, runID: String, workflow: String, plan: RunPlan, worker: WorkerHooks? = nil) {
+    /// A run started here: runs its child run (recorded by one of its steps) here too, unless it runs here
+    /// already.
+    let launchChild: (@Sendable (String) -> Void)?
+
+    init(
+        storage: SQLStorage, runID: String, workflow: String, plan: RunPlan, worker: WorkerHooks? = nil,
+        launchChild: (@Sendable (String) -> Void)? = nil
+    ) {
         self.storage = storage
         self.worker = worker
+        self.launchChild = launchChild
         self.runID = runID
         self.workflow = workflow
         ids = plan.steps.map(\.id)

@@ -89,7 +89,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 // Off the store's thread: making the step's command is the user's code.
                 DispatchQueue.global().async { [self] in runAttempt(result, attempt: attempt, failures: failures) }
             case .success(.notBefore(let date)):
-                if isEvent { return waitForEvent(until: date, result) }
+                if waitsForWord { return waitForEvent(until: date, result) }
                 wait(until: date, result)
             case .success(.held(let until)):
                 // Another live owner runs it: ask again (its record, or its death, decides).
@@ -143,6 +143,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             return beginWait(result, attempt: attempt, failures: failures, seconds: nil, until: date)
         case .event(let timeout):
             return beginWait(result, attempt: attempt, failures: failures, seconds: timeout?.inSeconds, until: nil)
+        case .child(let child):
+            return startChild(child, result, attempt: attempt, failures: failures)
         }
         let step = definition.make(execution.context(step: definition.id, attempt: attempt), execution.values)
         let stale = attemptState.withLock { state -> Bool in
@@ -179,9 +181,61 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         }
     }
 
-    private var isEvent: Bool {
-        if case .event = definition.kind { return true }
-        return false
+    /// An event's or a child run's step: its wait ends when the store says so (a value sent, the child's
+    /// end), not at a time.
+    private var waitsForWord: Bool {
+        switch definition.kind {
+        case .event, .child: return true
+        case .work, .sleep: return false
+        }
+    }
+
+    /// A child run's attempt: the child is recorded (once), then its end read: its value completes the
+    /// step, its failure fails it (for good); a child going on leaves the step pending, holding no slot,
+    /// until the child's end wakes it. A parent started here runs its child here too (a worker's parent
+    /// leaves it to the workers).
+    private func startChild(_ child: ChildStep, _ result: CommandResult<Void>, attempt: Int, failures: Int) {
+        if stopped { return }
+        let childID = "\(execution.runID)/\(definition.id)"
+        let run: NewRun
+        do {
+            run = try child.record(childID, execution.context(step: definition.id, attempt: attempt), execution.values)
+        } catch {
+            return recordFailure(error, result, attempt: attempt, failures: failures, final: true)
+        }
+        execution.storage.startChild(run: execution.runID, step: definition.id, attempt: attempt, child: run) {
+            [self] answer in
+            switch answer {
+            case .failure(let error):
+                fail(result, Self.storageError(error))
+            case .success(.refused):
+                if execution.worker != nil { return result.succeed() }
+                claim(result)
+            case .success(.waiting):
+                if execution.worker != nil { return result.succeed() }
+                execution.launchChild?(childID)
+                waitForEvent(until: nil, result)
+            case .success(.failed(let why)):
+                DispatchQueue.global().async { [self] in
+                    recordFailure(
+                        DurableError.stepFailed(step: definition.id, message: why), result, attempt: attempt,
+                        failures: failures, final: true)
+                }
+            case .success(.completed(let data)):
+                let value: any Sendable
+                do {
+                    value = try definition.codec.decode(data)
+                } catch {
+                    return fail(
+                        result,
+                        DurableError.decoding(
+                            run: execution.runID, step: definition.id, underlying: String(describing: error)))
+                }
+                DispatchQueue.global().async { [self] in
+                    ended(.completed(value), result, attempt: attempt, failures: failures)
+                }
+            }
+        }
     }
 
     /// A run started here waits for its event: claimed again when the store tells of a value sent to the
@@ -202,7 +256,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         _ result: CommandResult<Void>, attempt: Int, failures: Int, seconds: TimeInterval?, until: Date?
     ) {
         if stopped { return }
-        let event = isEvent
+        let event = waitsForWord
         execution.storage.wait(
             run: execution.runID, step: definition.id, attempt: attempt, seconds: seconds, until: until, event: event
         ) { [self] answer in

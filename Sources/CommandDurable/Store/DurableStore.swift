@@ -152,7 +152,12 @@ public final class DurableStore: Sendable {
         case .cancelled(let run): state.withLock { $0.active[run] }?.cancelHere()
         case .deadline(let run): state.withLock { $0.active[run] }?.expireHere()
         case .event(let run): state.withLock { $0.active[run] }?.eventArrived()
-        case .ready, .ended: break
+        case .ended(let run):
+            // A child run's end (its id is its parent's, a `/` and its step's): the parent's step looks again.
+            if let slash = run.lastIndex(of: "/") {
+                state.withLock { $0.active[String(run[..<slash])] }?.eventArrived()
+            }
+        case .ready: break
         }
         awaited.changed(change)
         for worker in workers.withLock({ Array($0.values) }) { worker(change) }
@@ -425,13 +430,31 @@ public final class DurableStore: Sendable {
     func launch<Output: Sendable>(
         _: DurableRun<Output>.Type, id: String, workflow: String, plan: RunPlan
     ) -> DurableRun<Output> {
-        let execution = RunExecution(storage: storage, runID: id, workflow: workflow, plan: plan)
+        let execution = RunExecution(
+            storage: storage, runID: id, workflow: workflow, plan: plan,
+            launchChild: { [weak self] child in self?.launchChild(child) })
         let run = DurableRun<Output>(
             id: id, workflow: workflow, store: self,
             plan: .live(steps: plan.steps, final: plan.final, execution: execution))
         state.withLock { $0.active[id] = run }
         run.executeQuietly()
         return run
+    }
+
+    /// Runs the child run `id` here (recorded by a step of a run started here), unless it runs here already
+    /// or its workflow is not registered here (it then waits for a worker, or a resume, where it is).
+    func launchChild(_ id: String) {
+        guard state.withLock({ $0.active[id] == nil }) else { return }
+        Task {
+            guard let stored = try? await storage.loadRun(id), !stored.state.isEnded,
+                let workflow = registered(stored.workflow), state.withLock({ $0.active[id] == nil })
+            else { return }
+            do {
+                workflow.launch(stored, try await workflow.resumable(stored, storage: storage), self)
+            } catch {
+                try? await storage.finishRun(run: id, state: .failed, error: RecordedFailure(error, step: ""))
+            }
+        }
     }
 
     /// A run of this process ended (its end recorded).

@@ -38,8 +38,11 @@ extension SQLStorage {
     func insertRuns(_ fresh: [NewRun], _ connection: any SQLDatabase) throws {
         let now = self.now
         try insert(
-            "runs(id, workflow, input, state, created, updated, final_step, not_before, deadline, priority, tags)",
-            "(?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+            """
+            runs(id, workflow, input, state, created, updated, final_step, not_before, deadline, priority, tags, parent,
+                parent_step)
+            """,
+            "(?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             fresh.map { run in
                 let options = run.options
                 return [
@@ -47,6 +50,7 @@ extension SQLStorage {
                     .text(run.finalStep), options.notBefore.map { .real($0.timeIntervalSince1970) } ?? .null,
                     options.deadline.map { .real(now + $0.inSeconds) } ?? .null,
                     .integer(Int64(options.priority)), .text(options.recordedTags),
+                    run.parent.map { .text($0.run) } ?? .null, run.parent.map { .text($0.step) } ?? .null,
                 ]
             }, connection)
         // A run not to begin before a date: each of its steps waits for it as for a backoff.
@@ -142,6 +146,7 @@ extension SQLStorage {
                         """, [.real(self.now), .text(run)])
                 }
                 try self.notify(.ended(run: run), connection)
+                try self.wakeParent(of: run, connection)
                 return true
             },
             completion: { [self] result in
@@ -199,6 +204,13 @@ extension SQLStorage {
         if changed {
             try notify(.cancelled(run: run), connection)
             try notify(.ended(run: run), connection)
+            try wakeParent(of: run, connection)
+            // Its child runs are cancelled with it.
+            for child in try connection.query(
+                "SELECT id FROM runs WHERE parent = ? AND state IN ('pending', 'running')", [.text(run)]
+            ).compactMap({ $0[0].string }) {
+                _ = try cancel(run: child, connection)
+            }
         }
         return changed
     }
@@ -268,7 +280,7 @@ extension SQLStorage {
         if let count = filter.limit { bindings.append(.integer(Int64(max(0, count)))) }
         let query = """
             SELECT id, workflow, state, created, updated, error, input, final_step, tags, priority, deadline,
-                not_before
+                not_before, parent
             FROM runs \(condition)
             ORDER BY created, id\(limit)
             """
@@ -307,6 +319,7 @@ extension SQLStorage {
                     record.priority = Int(row[9].int ?? 0)
                     record.deadline = row[10].double.map(Date.init(timeIntervalSince1970:))
                     record.notBefore = row[11].double.map(Date.init(timeIntervalSince1970:))
+                    record.parent = row[12].string
                     return record
                 }
             }

@@ -269,6 +269,7 @@ extension SQLStorage {
         }
         guard connection.changes == 1 else { return false }
         try notify(.ended(run: run), connection)
+        try wakeParent(of: run, connection)
         return true
     }
 

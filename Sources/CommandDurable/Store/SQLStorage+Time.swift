@@ -147,6 +147,7 @@ extension SQLStorage {
                         """, [.real(now), .text(run)])
                     try notify(.deadline(run: run), connection)
                     try notify(.ended(run: run), connection)
+                    try wakeParent(of: run, connection)
                 }
                 return expired
             },

@@ -31,6 +31,8 @@ struct NewRun: Sendable {
     let after: [[Int]]
     let finalStep: String
     var options = DurableRunOptions.none
+    /// A child run's parent run and the step that waits for it.
+    var parent: (run: String, step: String)?
 }
 
 /// A step claimed for this process (by a worker's claim, or handed over by the completion before it),

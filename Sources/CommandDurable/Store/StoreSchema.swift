@@ -8,7 +8,7 @@ import Foundation
 ///
 /// ```text
 /// runs(id PRIMARY KEY, workflow, input, state, cancel_requested, created, updated, error, error_kind,
-///      error_step, final_step, not_before, deadline, priority, tags)
+///      error_step, final_step, not_before, deadline, priority, tags, parent, parent_step)
 /// steps(run_id, step_id, position, state, attempt, failures, owner, lease_until, value, error, error_type,
 ///       next_attempt_at, started, ended, after, waiting, workflow, queued, claim, due, event, priority,
 ///       PRIMARY KEY (run_id, step_id))
@@ -22,6 +22,7 @@ import Foundation
 /// INDEX ready_steps ON steps(priority DESC, queued) WHERE state = 'pending' AND waiting = 0  (a claim)
 /// INDEX deadline_runs ON runs(deadline) WHERE state IN ('pending', 'running') AND deadline IS NOT NULL
 /// INDEX due_schedules ON schedules(next)
+/// INDEX child_runs ON runs(parent) WHERE parent IS NOT NULL
 /// INDEX leased_steps ON steps(lease_until) WHERE state = 'running'  (the take-over of expired leases)
 /// ```
 ///
@@ -116,7 +117,8 @@ package enum StoreSchema {
         // 4: time, events and limits. A step's `due` (when its sleep ends or its wait for an event times
         // out, recorded when it begins), `event` (the value sent to it: a mailbox, kept whether or not the
         // wait began) and `priority` (its run's: claims take higher first); a run's `not_before`,
-        // `deadline`, `priority` and `tags` (`,a,b,`); the schedules, each with its next slot not fired.
+        // `deadline`, `priority`, `tags` (`,a,b,`) and, for a child run, its `parent` run and the
+        // `parent_step` that waits for it; the schedules, each with its next slot not fired.
         { t in
             [
                 "ALTER TABLE steps ADD COLUMN due \(t.real)",
@@ -138,6 +140,9 @@ package enum StoreSchema {
                     catch_up_max \(t.integer) NOT NULL DEFAULT 0, next \(t.real), last \(t.real), created \(t.real) NOT NULL)
                 """,
                 "CREATE INDEX due_schedules ON schedules(next)",
+                "ALTER TABLE runs ADD COLUMN parent \(t.text)",
+                "ALTER TABLE runs ADD COLUMN parent_step \(t.text)",
+                "CREATE INDEX child_runs ON runs(parent) WHERE parent IS NOT NULL",
             ]
         },
     ]

@@ -229,7 +229,31 @@ public final class DurableFlow: @unchecked Sendable {
             id, after: steps.map { check($0, for: id) }, kind: .event(timeout: timeout), codec: .json(Value?.self))
     }
 
-    /// A step that is not the user's command (a sleep, an event): its command is never made.
+    /// A step whose value is a run of another workflow, its child: recorded as a run of its own, with the id
+    /// `"<parent run id>/<step id>"` (``DurableRunRecord/parent`` names the parent), from the input `input`
+    /// makes of the values of the steps in `after:`. The child is recorded once however often the parent
+    /// resumes, runs as any run (here when the parent was started here, by workers when a worker runs
+    /// the parent: register its workflow where it runs), and is cancelled with its parent. The step
+    /// completes with the child's value; the child's failure (or its cancel) is the step's failure.
+    /// No thread and no worker slot wait for the child.
+    @discardableResult
+    public func child<W: DurableWorkflow, each Value: Sendable>(
+        _ id: String, _ workflow: W.Type, after dependencies: repeat DurableStep<each Value>,
+        input: @escaping @Sendable (StepContext, repeat each Value) -> W.Input
+    ) -> DurableStep<W.Output> where W.Output: Codable {
+        let after = positions(of: repeat each dependencies, for: id)
+        let reads = (repeat each dependencies)
+        let child = ChildStep(workflow: W.name) { childID, context, values in
+            let made = input(context, repeat values.value(of: each reads))
+            let plan = try DurableStore.plan(W.self, input: made)
+            return NewRun(
+                id: childID, workflow: W.name, input: try JSONEncoder().encode(made), steps: plan.steps.map(\.id),
+                after: plan.steps.map(\.after), finalStep: plan.finalStep.id, parent: (context.runID, context.stepID))
+        }
+        return add(id, after: after, kind: .child(child), codec: .json(W.Output.self))
+    }
+
+    /// A step that is not the user's command (a sleep, an event, a child run): its command is never made.
     private func add<Output: Sendable>(_ id: String, after: [Int], kind: StepKind, codec: StepCodec)
         -> DurableStep<Output>
     {
@@ -332,6 +356,8 @@ enum StepKind: Sendable, CustomStringConvertible {
     case sleep(SleepSpan)
     /// Waits for a value sent to the run; nil after `timeout`.
     case event(timeout: Duration?)
+    /// Records a child run and waits for its end.
+    case child(ChildStep)
 
     enum SleepSpan: Sendable {
         case `for`(Duration)
@@ -343,8 +369,16 @@ enum StepKind: Sendable, CustomStringConvertible {
         case .work: return "step"
         case .sleep: return "sleep"
         case .event: return "event"
+        case .child: return "child run"
         }
     }
+}
+
+/// A child run's step: the child's workflow, and the run to record (given its id) from the parent step's
+/// context and values.
+struct ChildStep: Sendable {
+    let workflow: String
+    let record: @Sendable (_ id: String, StepContext, StepValues) throws -> NewRun
 }
 
 /// How a step's value is stored: JSON of a `Codable` value, or nothing for `Void`.

@@ -1,0 +1,112 @@
+import CommandDurable
+import CommandTestSupport
+import Foundation
+import Testing
+
+/// `first` (2), then the child run of `Sum` (2 + 3) named `kid`, then `done`: 2 * 10 + the child's value.
+struct Parent: DurableWorkflow {
+    static let name = "parent"
+    struct Input: Codable, Sendable {
+        var tag: String
+        /// The child is `Stuck` (never ends; `timeout` fails it) instead of `Sum`.
+        var stuck = false
+        var timeout: Double?
+    }
+
+    static func build(_ flow: DurableFlow, input: Input) throws -> DurableStep<Int> {
+        let first = flow.step("first") { _ in Probe.value("\(input.tag)/first", 2) }
+        let kid: DurableStep<Int>
+        if input.stuck {
+            kid = flow.child("kid", Stuck.self, after: first) { _, _ in
+                Stuck.Input(tag: "\(input.tag)/kid", timeout: input.timeout)
+            }
+        } else {
+            kid = flow.child("kid", Sum.self, after: first) { _, _ in Sum.Input(tag: "\(input.tag)/kid") }
+        }
+        return flow.step("done", after: first, kid) { _, first, kid in
+            Probe.value("\(input.tag)/done", first * 10 + kid)
+        }
+    }
+}
+
+/// Child runs: recorded once as runs of their own, run where their parent runs, cancelled with it, their
+/// failure the step's.
+@Suite struct DurableChildTests {
+    enum Mode: String, CaseIterable, Sendable, CustomStringConvertible {
+        case started
+        case enqueued
+        var description: String { rawValue }
+    }
+
+    @Test(arguments: StoreKind.allCases, Mode.allCases)
+    func aChildRun_isARunOfItsOwn_andItsValueIsTheSteps(kind: StoreKind, mode: Mode) async throws {
+        guard let fresh = try await freshStore(kind, Parent.self, Sum.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        let tag = "\(kind)-\(mode)-child"
+        let worker = mode == .enqueued ? try store.work(concurrency: 2) : nil
+        let run =
+            mode == .enqueued
+            ? try await store.enqueue(Parent.self, id: "p", input: .init(tag: tag))
+            : try await store.start(Parent.self, id: "p", input: .init(tag: tag))
+        #expect(try await run.value == 25)
+        await worker?.stop()
+        let records = try await store.runs()
+        #expect(records.map(\.id).sorted() == ["p", "p/kid"])
+        let child = try #require(records.first { $0.id == "p/kid" })
+        #expect(child.parent == "p" && child.workflow == "sum" && child.state == .completed)
+        #expect(child.output == Data("5".utf8))
+        #expect(records.first { $0.id == "p" }?.steps.first { $0.id == "kid" }?.value == Data("5".utf8))
+        // Each step of either run ran once.
+        for step in ["first", "done", "kid/a", "kid/b", "kid/sum"] {
+            #expect(Probe.counter.count("\(tag)/\(step)") == 1, "\(step)")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases, Mode.allCases)
+    func aChildRun_isCancelledWithItsParent(kind: StoreKind, mode: Mode) async throws {
+        guard let fresh = try await freshStore(kind, Parent.self, Stuck.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        let tag = "\(kind)-\(mode)-cancel-child"
+        let worker = mode == .enqueued ? try store.work(concurrency: 2) : nil
+        let input = Parent.Input(tag: tag, stuck: true)
+        let run =
+            mode == .enqueued
+            ? try await store.enqueue(Parent.self, id: "p", input: input)
+            : try await store.start(Parent.self, id: "p", input: input)
+        #expect(await eventually { Probe.counter.count("\(tag)/kid/stuck") == 1 })
+        try await store.cancel(runID: "p")
+        await #expect(throws: CancellationError.self) { _ = try await run.value }
+        #expect(await eventually { Probe.counter.count("\(tag)/kid/stuck-cancelled") == 1 })
+        await worker?.stop()
+        let states = try await store.runs().map { "\($0.id)=\($0.state)" }
+        #expect(states == ["p=cancelled", "p/kid=cancelled"])
+    }
+
+    @Test(arguments: StoreKind.allCases, Mode.allCases)
+    func aChildRunsFailure_failsItsStep_andTheParent(kind: StoreKind, mode: Mode) async throws {
+        guard let fresh = try await freshStore(kind, Parent.self, Stuck.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        let tag = "\(kind)-\(mode)-failed-child"
+        let worker = mode == .enqueued ? try store.work(concurrency: 2) : nil
+        let input = Parent.Input(tag: tag, stuck: true, timeout: 0.2)
+        let run =
+            mode == .enqueued
+            ? try await store.enqueue(Parent.self, id: "p", input: input)
+            : try await store.start(Parent.self, id: "p", input: input)
+        do {
+            _ = try await run.value
+            Issue.record("the parent of a failed child completed")
+        } catch {
+            #expect("\(error)".contains("p/kid"), "\(error)")
+        }
+        await worker?.stop()
+        let records = try await store.runs()
+        #expect(records.map { "\($0.id)=\($0.state)" } == ["p=failed", "p/kid=failed"])
+        #expect(records.first?.steps.first { $0.id == "kid" }?.state == .failed)
+        #expect(records.first?.steps.first { $0.id == "done" }?.state == .cancelled)
+        #expect(Probe.counter.count("\(tag)/done") == 0)
+    }
+}
