@@ -34,7 +34,7 @@ import Testing
             #expect(
                 try await Self.indexes(store) == [
                     "unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps",
-                    "deadline_runs",
+                    "deadline_runs", "due_schedules", "child_runs",
                 ])
             // Each pending step counts its predecessors not completed; every step has its run's workflow.
             let steps = try await DurableMeasurements.query(

@@ -19,12 +19,12 @@ struct Nap: DurableWorkflow {
     }
 }
 
-/// A sleep until a date computed in `build` (`Date()` + 6 s): taken from the record at every later build.
+/// A sleep until a date computed in `build` (`Date()` + 10 s): taken from the record at every later build.
 struct NapUntil: DurableWorkflow {
     static let name = "nap-until"
 
     static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
-        let nap = flow.sleep("nap", until: Date().addingTimeInterval(6))
+        let nap = flow.sleep("nap", until: Date().addingTimeInterval(10))
         return flow.step("after", waitingFor: [nap]) { _ in Probe.value("\(input)/after", 8) }
     }
 }
@@ -132,8 +132,8 @@ struct Ordered: DurableWorkflow {
         await worker?.stop()
     }
 
-    /// A crash tested by crashing: the kill tests' worker starts a 6 s sleep after a step ("n") and a sleep
-    /// until `Date()` + 6 s computed in `build` ("u"), and kills itself with `SIGKILL` once both began.
+    /// A crash tested by crashing: the kill tests' worker starts a 10 s sleep after a step ("n") and a sleep
+    /// until `Date()` + 10 s computed in `build` ("u"), and kills itself with `SIGKILL` once both began.
     @Test(arguments: StoreKind.allCases)
     func aSleepCutByAKill_waitsOnlyTheRest_afterTheResume(kind: StoreKind) async throws {
         guard let place = try await StorePlace.make(kind) else { return }
@@ -151,7 +151,6 @@ struct Ordered: DurableWorkflow {
         let untilEnd = try #require(Self.step("nap", of: recorded.first { $0.id == "u" })?.nextAttempt)
         // Down for most of the sleeps (their last 2 s left), then resumed.
         #expect(await eventually { Date() > min(napEnd, untilEnd).addingTimeInterval(-2) })
-        let resumedAt = Date()
         let report = try await store.resumeUnfinished()
         #expect(Set(report.resumed) == ["n", "u"])
         let nap = try #require(try await store.run(Nap.self, id: "n"))
@@ -162,12 +161,16 @@ struct Ordered: DurableWorkflow {
         for (id, end) in [("n", napEnd), ("u", untilEnd)] {
             let record = runs.first { $0.id == id }
             let after = try #require(Self.step("after", of: record)?.started)
-            // The rest waited (not less), and the sleep not started over: that would end 6 s after the
-            // resume (a new sleep, or the build's new `Date()` + 6 s).
+            // The rest waited (not less), and the sleep not started over: its recorded end is the one the
+            // killed process recorded (a sleep begun again, or the build's new `Date()` + 10 s, would have
+            // recorded one at least 8 s later).
             #expect(after >= end.addingTimeInterval(-0.01), "\(id): \(after) before \(end)")
+            let due = try await DurableMeasurements.query(
+                "SELECT due FROM steps WHERE run_id = '\(id)' AND step_id = 'nap'", on: store
+            ).first?.first?.double
             #expect(
-                after < max(end, resumedAt).addingTimeInterval(3),
-                "\(id): the sleep began again (\(after), recorded \(end), resumed \(resumedAt))")
+                due.map { abs($0 - end.timeIntervalSince1970) < 0.001 } == true,
+                "\(id): due \(due ?? 0), recorded \(end)")
             #expect(Self.step("nap", of: record)?.state == .completed)
             #expect(Self.step("before", of: record).map { $0.state == .completed && $0.attempts == 1 } ?? true)
         }

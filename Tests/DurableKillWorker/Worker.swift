@@ -142,7 +142,7 @@ struct WorkerNapUntil: DurableWorkflow {
     static let name = "nap-until"
 
     static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
-        let nap = flow.sleep("nap", until: Date().addingTimeInterval(6))
+        let nap = flow.sleep("nap", until: Date().addingTimeInterval(10))
         return flow.step("after", waitingFor: [nap]) { _ in Command<Int>.just(8) }
     }
 }

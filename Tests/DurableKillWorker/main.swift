@@ -63,15 +63,15 @@ if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "heartbeat" {
     }
 }
 
-// Sleeps cut by a kill (DURABLE_WORKER_MODE=nap): starts the runs "n" (a 6 s sleep after a step) and "u" (a
-// sleep until 6 s after its build), and once both sleeps began (their ends recorded) kills itself with
+// Sleeps cut by a kill (DURABLE_WORKER_MODE=nap): starts the runs "n" (a 10 s sleep after a step) and "u" (a
+// sleep until 10 s after its build), and once both sleeps began (their ends recorded) kills itself with
 // SIGKILL: a kill at a known point, whatever the test process's load.
 if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "nap" {
     do {
         let store = try await Worker.openStore()
         try store.register(WorkerNap.self)
         try store.register(WorkerNapUntil.self)
-        _ = try await store.start(WorkerNap.self, id: "n", input: .init(tag: "kill", seconds: 6))
+        _ = try await store.start(WorkerNap.self, id: "n", input: .init(tag: "kill", seconds: 10))
         _ = try await store.start(WorkerNapUntil.self, id: "u", input: "kill")
         while true {
             let runs = try await store.runs()
