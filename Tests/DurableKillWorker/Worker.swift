@@ -1,4 +1,5 @@
 import CommandDurable
+import Dispatch
 import Foundation
 
 /// The worker's arguments and its outside log.
@@ -153,5 +154,36 @@ struct WorkerBeat: DurableWorkflow {
 
     static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<String> {
         flow.step("beat") { context in Command<String>.just(context.runID) }
+    }
+}
+
+extension DurableQueue {
+    /// Two at once, one per key.
+    static let limited = DurableQueue("limited", concurrency: 2, perKey: 1)
+    /// Five starts a second.
+    static let rated = DurableQueue("rated", concurrency: 10, rate: DurableRate(5, per: .seconds(1)))
+}
+
+/// The test's `Queued` (same name, step and queues): one step on a queue that logs its interval
+/// ("qstart <run> <key> <time>" and "qend ...") to the outside log, working `ms` milliseconds.
+struct WorkerQueued: DurableWorkflow {
+    static let name = "queued"
+    struct Input: Codable, Sendable {
+        var key: String
+        var ms: Int
+        var rated = false
+    }
+
+    static func build(_ flow: DurableFlow, input: Input) throws -> DurableStep<Int> {
+        flow.step("work", queue: input.rated ? .rated : .limited, key: input.key) { context in
+            Command<Int> { result in
+                Worker.append("qstart \(context.runID) \(input.key) \(Date().timeIntervalSince1970)")
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(input.ms)) {
+                    Worker.append("qend \(context.runID) \(input.key) \(Date().timeIntervalSince1970)")
+                    result.succeed(1)
+                }
+                return nil
+            }
+        }
     }
 }

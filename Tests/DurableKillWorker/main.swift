@@ -94,6 +94,7 @@ if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {
         try store.register(FanFour.self)
         try store.register(Hang.self)
         try store.register(WorkerBeat.self)
+        try store.register(WorkerQueued.self)
         let worker = try store.work(concurrency: 4)
         print("working")
         while !FileManager.default.fileExists(atPath: Worker.logPath + ".stop") {

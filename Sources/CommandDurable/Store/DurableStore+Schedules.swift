@@ -78,9 +78,7 @@ extension DurableStore {
                         id: id, workflow: schedule.workflow, input: schedule.input, state: .pending,
                         cancelRequested: false, failure: nil, finalStep: "", steps: [])
                     guard let plan = try? workflow.plan(stored) else { return nil }
-                    return NewRun(
-                        id: id, workflow: schedule.workflow, input: schedule.input, steps: plan.steps.map(\.id),
-                        after: plan.steps.map(\.after), finalStep: plan.finalStep.id)
+                    return NewRun(id: id, workflow: schedule.workflow, input: schedule.input, plan: plan)
                 }
                 if let next { earliest.withLock { $0 = min($0 ?? next, next) } }
                 group.enter()

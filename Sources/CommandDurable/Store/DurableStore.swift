@@ -299,8 +299,7 @@ public final class DurableStore: Sendable {
         let plans = try fresh.map { try Self.plan(W.self, input: $0.input) }
         let records = try zip(fresh, plans).map { entry, plan in
             NewRun(
-                id: entry.id, workflow: W.name, input: try JSONEncoder().encode(entry.input),
-                steps: plan.steps.map(\.id), after: plan.steps.map(\.after), finalStep: plan.finalStep.id,
+                id: entry.id, workflow: W.name, input: try JSONEncoder().encode(entry.input), plan: plan,
                 options: options)
         }
         let created = try await storage.createRuns(records, failIfExists: ifExists == .fail)

@@ -55,20 +55,43 @@ extension SQLStorage {
             }, connection)
         // A run not to begin before a date: each of its steps waits for it as for a backoff.
         try insert(
-            "steps(run_id, step_id, position, state, after, waiting, workflow, queued, next_attempt_at, priority)",
-            "(?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
+            """
+            steps(run_id, step_id, position, state, after, waiting, workflow, queued, next_attempt_at, priority, queue,
+                queue_key)
+            """,
+            "(?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
             fresh.flatMap { run in
                 let notBefore = run.options.notBefore.map { SQLValue.real($0.timeIntervalSince1970) } ?? .null
                 return run.steps.indices.map { position -> [SQLValue] in
                     let after = run.after[position]
+                    let queue = position < run.queues.count ? run.queues[position] : nil
                     return [
                         .text(run.id), .text(run.steps[position]), .integer(Int64(position)),
                         .text(after.map(String.init).joined(separator: ",")),
                         .integer(Int64(Set(after).count)), .text(run.workflow), .real(now), notBefore,
-                        .integer(Int64(run.options.priority)),
+                        .integer(Int64(run.options.priority)), queue.map { .text($0.queue.name) } ?? .null,
+                        queue?.key.map { .text($0) } ?? .null,
                     ]
                 }
             }, connection)
+        // The queues' limits, as this process declares them: the last recorded are those enforced.
+        var declared: [String: DurableQueue] = [:]
+        for run in fresh { for case let queue? in run.queues { declared[queue.queue.name] = queue.queue } }
+        for queue in declared.values.sorted(by: { $0.name < $1.name }) {
+            let limits: [SQLValue] = [
+                queue.concurrency.map { .integer(Int64($0)) } ?? .null,
+                queue.perKey.map { .integer(Int64($0)) } ?? .null,
+                queue.rate.map { .integer(Int64($0.count)) } ?? .null,
+                queue.rate.map { .real($0.period.inSeconds) } ?? .null,
+            ]
+            // One statement: two processes recording the same new queue at once never both insert it.
+            try connection.query(
+                """
+                INSERT INTO queues(concurrency, per_key, rate_count, rate_seconds, name) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency, per_key = excluded.per_key,
+                    rate_count = excluded.rate_count, rate_seconds = excluded.rate_seconds
+                """, limits + [.text(queue.name)])
+        }
     }
 
     /// Inserts `rows` into `table` (its columns named) in statements of 100, 10 or 1 rows of `shape`.

@@ -25,7 +25,8 @@ extension SQLStorage {
                 if runRow[4].string == "deadlineExceeded" { return .deadlineExceeded }
                 var row = try connection.query(
                     """
-                    SELECT state, attempt, failures, owner, lease_until, value, error, next_attempt_at, claim
+                    SELECT state, attempt, failures, owner, lease_until, value, error, next_attempt_at, claim, queue,
+                        queue_key
                     FROM steps WHERE run_id = ? AND step_id = ?\(dialect.claimLock)
                     """, [.text(run), .text(step)]
                 ).first
@@ -44,7 +45,10 @@ extension SQLStorage {
                         INSERT INTO steps(run_id, step_id, position, state, workflow, queued)
                         VALUES (?, ?, ?, 'pending', ?, ?)
                         """, [.text(run), .text(step), .integer(Int64(position)), runRow[2], runRow[3]])
-                    row = [.text("pending"), .integer(0), .integer(0), .null, .null, .null, .null, .null, .null]
+                    row = [
+                        .text("pending"), .integer(0), .integer(0), .null, .null, .null, .null, .null, .null, .null,
+                        .null,
+                    ]
                 }
                 let fields = row!
                 let attempt = Int(fields[1].int ?? 0)
@@ -74,6 +78,12 @@ extension SQLStorage {
                     if let next = fields[7].double, next > now {
                         return .notBefore(Date(timeIntervalSinceNow: next - now))
                     }
+                }
+                // A step of a queue waits for its place (a step taken over keeps the place it had).
+                if !tookOver, let queue = fields[9].string,
+                    let again = try admits(queue: queue, key: fields[10].string, connection)
+                {
+                    return .held(until: again)
                 }
                 try connection.query(
                     "UPDATE steps SET \(Self.claimSet) WHERE run_id = ? AND step_id = ?",
@@ -164,7 +174,7 @@ extension SQLStorage {
                             WITH picked AS MATERIALIZED (
                                 SELECT step_id FROM steps
                                 WHERE run_id = ? AND \(isDependent) AND state = 'pending' AND waiting < 1
-                                    AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+                                    AND (next_attempt_at IS NULL OR next_attempt_at <= ?) AND queue IS NULL
                                 ORDER BY position LIMIT ?\(dialect.claimLock))
                             UPDATE steps SET \(Self.claimSet)
                             WHERE run_id = ? AND step_id IN (SELECT step_id FROM picked)

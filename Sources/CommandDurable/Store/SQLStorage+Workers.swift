@@ -70,7 +70,7 @@ extension SQLStorage {
                         WITH picked AS MATERIALIZED (
                             SELECT run_id, step_id FROM steps
                             WHERE state = 'pending' AND waiting = 0 AND \(dialect.isIn("workflow"))
-                                AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+                                AND (next_attempt_at IS NULL OR next_attempt_at <= ?) AND queue IS NULL
                             ORDER BY priority DESC, queued LIMIT ?\(dialect.claimLock))
                         UPDATE steps SET \(Self.claimSet)
                         WHERE (run_id, step_id) IN (SELECT run_id, step_id FROM picked)
@@ -80,6 +80,12 @@ extension SQLStorage {
                             names, .real(now), .integer(Int64(limit - taken.count)), .text(owner), .real(now + lease),
                             .real(now), .text(token),
                         ]
+                    ).map { ($0, false) }
+                }
+                // Steps of queues: their limits held, one queue at a time.
+                if taken.count < limit {
+                    taken += try claimQueued(
+                        workflows: names, limit: limit - taken.count, owner: owner, token: token, connection
                     ).map { ($0, false) }
                 }
                 return try claimed(taken, connection)

@@ -33,6 +33,23 @@ struct NewRun: Sendable {
     var options = DurableRunOptions.none
     /// A child run's parent run and the step that waits for it.
     var parent: (run: String, step: String)?
+    /// Each step's queue and key (nil: none).
+    var queues: [(queue: DurableQueue, key: String?)?] = []
+
+    init(
+        id: String, workflow: String, input: Data, plan: RunPlan, options: DurableRunOptions = .none,
+        parent: (run: String, step: String)? = nil
+    ) {
+        self.id = id
+        self.workflow = workflow
+        self.input = input
+        steps = plan.steps.map(\.id)
+        after = plan.steps.map(\.after)
+        finalStep = plan.finalStep.id
+        self.options = options
+        self.parent = parent
+        queues = plan.steps.map { step in step.queue.map { ($0, step.queueKey) } }
+    }
 }
 
 /// A step claimed for this process (by a worker's claim, or handed over by the completion before it),

@@ -11,10 +11,12 @@ import Foundation
 ///      error_step, final_step, not_before, deadline, priority, tags, parent, parent_step)
 /// steps(run_id, step_id, position, state, attempt, failures, owner, lease_until, value, error, error_type,
 ///       next_attempt_at, started, ended, after, waiting, workflow, queued, claim, due, event, priority,
-///       PRIMARY KEY (run_id, step_id))
+///       queue, queue_key, PRIMARY KEY (run_id, step_id))
 /// owners(id PRIMARY KEY, host, pid, process_start, seen)       (SQLite: the processes of one host)
 /// schedules(id PRIMARY KEY, workflow, input, cron, time_zone, every, catch_up, catch_up_max, next, last,
 ///      created)
+/// queues(name PRIMARY KEY, concurrency, per_key, rate_count, rate_seconds)   (the limits recorded last)
+/// queue_starts(queue, started)                                  (a rate's window: starts not yet out of it)
 /// INDEX unfinished_runs ON runs(created) WHERE state IN ('pending', 'running')
 /// INDEX ended_runs ON runs(updated) WHERE state IN ('completed', 'failed', 'cancelled')
 /// INDEX live_steps ON steps(run_id) WHERE state IN ('pending', 'running')
@@ -23,6 +25,9 @@ import Foundation
 /// INDEX deadline_runs ON runs(deadline) WHERE state IN ('pending', 'running') AND deadline IS NOT NULL
 /// INDEX due_schedules ON schedules(next)
 /// INDEX child_runs ON runs(parent) WHERE parent IS NOT NULL
+/// INDEX queue_starts_by_time ON queue_starts(queue, started)
+/// INDEX queued_running ON steps(queue, queue_key) WHERE state = 'running' AND queue IS NOT NULL
+/// INDEX queued_ready ON steps(queue, priority DESC, queued) WHERE state = 'pending' AND waiting = 0 AND queue IS NOT NULL
 /// INDEX leased_steps ON steps(lease_until) WHERE state = 'running'  (the take-over of expired leases)
 /// ```
 ///
@@ -118,7 +123,8 @@ package enum StoreSchema {
         // out, recorded when it begins), `event` (the value sent to it: a mailbox, kept whether or not the
         // wait began) and `priority` (its run's: claims take higher first); a run's `not_before`,
         // `deadline`, `priority`, `tags` (`,a,b,`) and, for a child run, its `parent` run and the
-        // `parent_step` that waits for it; the schedules, each with its next slot not fired.
+        // `parent_step` that waits for it; the schedules, each with its next slot not fired; a step's
+        // `queue` and `queue_key`, the queues' limits and the starts a rate counts.
         { t in
             [
                 "ALTER TABLE steps ADD COLUMN due \(t.real)",
@@ -143,6 +149,19 @@ package enum StoreSchema {
                 "ALTER TABLE runs ADD COLUMN parent \(t.text)",
                 "ALTER TABLE runs ADD COLUMN parent_step \(t.text)",
                 "CREATE INDEX child_runs ON runs(parent) WHERE parent IS NOT NULL",
+                "ALTER TABLE steps ADD COLUMN queue \(t.text)",
+                "ALTER TABLE steps ADD COLUMN queue_key \(t.text)",
+                """
+                CREATE TABLE queues(name \(t.text) PRIMARY KEY, concurrency \(t.integer), per_key \(t.integer),
+                    rate_count \(t.integer), rate_seconds \(t.real))
+                """,
+                "CREATE TABLE queue_starts(queue \(t.text) NOT NULL, started \(t.real) NOT NULL)",
+                "CREATE INDEX queue_starts_by_time ON queue_starts(queue, started)",
+                "CREATE INDEX queued_running ON steps(queue, queue_key) WHERE state = 'running' AND queue IS NOT NULL",
+                """
+                CREATE INDEX queued_ready ON steps(queue, priority DESC, queued)
+                    WHERE state = 'pending' AND waiting = 0 AND queue IS NOT NULL
+                """,
             ]
         },
     ]

@@ -82,16 +82,20 @@ public final class DurableFlow: @unchecked Sendable {
     ///   - retry: when a failure is tried again (``StepRetry/never`` by default).
     ///   - timeout: an attempt that runs longer is cancelled and counts as a failed attempt (`retry`
     ///     applies; the error recorded is ``DurableError/stepTimedOut(step:after:)``). None by default.
+    ///   - queue: the ``DurableQueue`` whose limits its attempts wait for (across every process); `key`
+    ///     is its key for the queue's `perKey` limit.
     ///   - make: makes the step's command (on the step's queue), for each attempt.
     @discardableResult
     public func step<Output: Codable & Sendable, each Value: Sendable>(
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
-        timeout: Duration? = nil,
+        timeout: Duration? = nil, queue: DurableQueue? = nil, key: String? = nil,
         _ make: @escaping @Sendable (StepContext, repeat each Value) -> Command<Output>
     ) -> DurableStep<Output> {
         let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
-        return add(id, after: after, retry: retry, timeout: timeout, codec: .json(Output.self)) { context, values in
+        return add(
+            id, after: after, retry: retry, timeout: timeout, queue: queue, key: key, codec: .json(Output.self)
+        ) { context, values in
             make(context, repeat values.value(of: each reads))
         }
     }
@@ -100,12 +104,14 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step<each Value: Sendable>(
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
-        timeout: Duration? = nil,
+        timeout: Duration? = nil, queue: DurableQueue? = nil, key: String? = nil,
         _ make: @escaping @Sendable (StepContext, repeat each Value) -> Command<Void>
     ) -> DurableStep<Void> {
         let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
-        return add(id, after: after, retry: retry, timeout: timeout, codec: .void) { context, values in
+        return add(
+            id, after: after, retry: retry, timeout: timeout, queue: queue, key: key, codec: .void
+        ) { context, values in
             make(context, repeat values.value(of: each reads))
         }
     }
@@ -117,12 +123,14 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step<Output: Codable & Sendable, each Value: Sendable>(
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
-        timeout: Duration? = nil,
+        timeout: Duration? = nil, queue: DurableQueue? = nil, key: String? = nil,
         _ work: @escaping @Sendable (StepContext, repeat each Value) async throws -> Output
     ) -> DurableStep<Output> {
         let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
-        return add(id, after: after, retry: retry, timeout: timeout, codec: .json(Output.self)) { context, values in
+        return add(
+            id, after: after, retry: retry, timeout: timeout, queue: queue, key: key, codec: .json(Output.self)
+        ) { context, values in
             let inputs = (repeat values.value(of: each reads))
             return Command { try await work(context, repeat each inputs) }
         }
@@ -132,12 +140,14 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step<each Value: Sendable>(
         _ id: String, after dependencies: repeat DurableStep<each Value>, retry: StepRetry = .never,
-        timeout: Duration? = nil,
+        timeout: Duration? = nil, queue: DurableQueue? = nil, key: String? = nil,
         _ work: @escaping @Sendable (StepContext, repeat each Value) async throws -> Void
     ) -> DurableStep<Void> {
         let after = positions(of: repeat each dependencies, for: id)
         let reads = (repeat each dependencies)
-        return add(id, after: after, retry: retry, timeout: timeout, codec: .void) { context, values in
+        return add(
+            id, after: after, retry: retry, timeout: timeout, queue: queue, key: key, codec: .void
+        ) { context, values in
             let inputs = (repeat values.value(of: each reads))
             return Command { try await work(context, repeat each inputs) }
         }
@@ -147,11 +157,13 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step<Output: Codable & Sendable>(
         _ id: String, waitingFor steps: [any DurableStepHandle], retry: StepRetry = .never,
-        timeout: Duration? = nil,
+        timeout: Duration? = nil, queue: DurableQueue? = nil, key: String? = nil,
         _ make: @escaping @Sendable (StepContext) -> Command<Output>
     ) -> DurableStep<Output> {
         let after = steps.map { check($0, for: id) }
-        return add(id, after: after, retry: retry, timeout: timeout, codec: .json(Output.self)) { context, _ in
+        return add(
+            id, after: after, retry: retry, timeout: timeout, queue: queue, key: key, codec: .json(Output.self)
+        ) { context, _ in
             make(context)
         }
     }
@@ -160,11 +172,13 @@ public final class DurableFlow: @unchecked Sendable {
     @discardableResult
     public func step(
         _ id: String, waitingFor steps: [any DurableStepHandle], retry: StepRetry = .never,
-        timeout: Duration? = nil,
+        timeout: Duration? = nil, queue: DurableQueue? = nil, key: String? = nil,
         _ make: @escaping @Sendable (StepContext) -> Command<Void>
     ) -> DurableStep<Void> {
         let after = steps.map { check($0, for: id) }
-        return add(id, after: after, retry: retry, timeout: timeout, codec: .void) { context, _ in make(context) }
+        return add(
+            id, after: after, retry: retry, timeout: timeout, queue: queue, key: key, codec: .void
+        ) { context, _ in make(context) }
     }
 
     /// The places of the steps `id` comes after, each checked to be of this flow.
@@ -247,8 +261,8 @@ public final class DurableFlow: @unchecked Sendable {
             let made = input(context, repeat values.value(of: each reads))
             let plan = try DurableStore.plan(W.self, input: made)
             return NewRun(
-                id: childID, workflow: W.name, input: try JSONEncoder().encode(made), steps: plan.steps.map(\.id),
-                after: plan.steps.map(\.after), finalStep: plan.finalStep.id, parent: (context.runID, context.stepID))
+                id: childID, workflow: W.name, input: try JSONEncoder().encode(made), plan: plan,
+                parent: (context.runID, context.stepID))
         }
         return add(id, after: after, kind: .child(child), codec: .json(W.Output.self))
     }
@@ -257,15 +271,19 @@ public final class DurableFlow: @unchecked Sendable {
     private func add<Output: Sendable>(_ id: String, after: [Int], kind: StepKind, codec: StepCodec)
         -> DurableStep<Output>
     {
-        add(id, after: after, retry: .never, timeout: nil, codec: codec, kind: kind) { _, _ -> Command<Output> in
+        add(id, after: after, retry: .never, timeout: nil, queue: nil, key: nil, codec: codec, kind: kind) {
+            _, _ -> Command<Output> in
             preconditionFailure("DurableFlow: the command of '\(id)', a \(kind), is never made")
         }
     }
 
     private func add<Output: Sendable>(
-        _ id: String, after: [Int], retry: StepRetry, timeout: Duration?, codec: StepCodec, kind: StepKind = .work,
-        make: @escaping @Sendable (StepContext, StepValues) -> Command<Output>
+        _ id: String, after: [Int], retry: StepRetry, timeout: Duration?, queue: DurableQueue?, key: String?,
+        codec: StepCodec, kind: StepKind = .work, make: @escaping @Sendable (StepContext, StepValues) -> Command<Output>
     ) -> DurableStep<Output> {
+        if let reason = queue?.invalidReason {
+            note(.invalidFlow(workflow: workflow, message: "step '\(id)': \(reason)"))
+        }
         if let timeout, timeout <= .zero {
             note(
                 .invalidFlow(
@@ -294,7 +312,7 @@ public final class DurableFlow: @unchecked Sendable {
         steps.append(
             StepDefinition(
                 id: id, index: index, after: after, retry: retry, codec: codec, kind: kind, timeout: timeout,
-                make: { context, values in StepRun(make(context, values)) }))
+                queue: queue, queueKey: key, make: { context, values in StepRun(make(context, values)) }))
         return DurableStep(id: id, index: index, flow: ObjectIdentifier(self))
     }
 
@@ -346,6 +364,9 @@ struct StepDefinition: Sendable {
     let kind: StepKind
     /// An attempt running longer is cancelled and fails.
     let timeout: Duration?
+    /// The queue whose limits its attempts wait for, and its key there.
+    let queue: DurableQueue?
+    let queueKey: String?
     /// Makes the attempt's command (type-erased).
     let make: @Sendable (StepContext, StepValues) -> StepRun
 }
