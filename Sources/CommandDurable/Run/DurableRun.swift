@@ -5,7 +5,7 @@ import Foundation
 /// A run of a durable workflow: a `Command` that sends the run's value once, then completes.
 ///
 /// Execute it, observe it, depend on it, or `try await run.value`, as any command. It is already running
-/// when ``DurableStore/start(_:id:input:ifExists:)`` returns it (or recorded ended: then it sends the
+/// when ``DurableStore/start(_:id:input:ifExists:options:)`` returns it (or recorded ended: then it sends the
 /// recorded value, or fails with the recorded failure, or ends cancelled).
 ///
 /// **Ending.** A run ends by one rule, whoever runs its steps (a `start`, a resume, workers of any
@@ -44,7 +44,7 @@ public final class DurableRun<Output: Sendable>: Command<Output>, @unchecked Sen
         case live(steps: [StepDefinition], final: Int, execution: RunExecution)
         /// Already ended: the recorded outcome, and the final step's codec to read its value.
         case ended(StoredRun, codec: StepCodec)
-        /// Run by workers (``DurableStore/enqueue(_:id:input:ifExists:)``): waits for its recorded end.
+        /// Run by workers (``DurableStore/enqueue(_:id:input:ifExists:options:)``): waits for its recorded end.
         case awaiting(finalStep: String, codec: StepCodec)
     }
 

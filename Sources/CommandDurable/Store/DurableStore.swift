@@ -224,7 +224,7 @@ public final class DurableStore: Sendable {
     /// `execute`, an observer that executes it, a dependency): a run only recorded
     /// (`try await store.enqueue(...)` in a web route, the result dropped) costs the store nothing more.
     /// `run.cancel()` records the cancel whether or not its end was asked for.
-    /// `ifExists`, the wait and a cancelled task as for ``start(_:id:input:ifExists:)``.
+    /// `ifExists`, the wait and a cancelled task as for ``start(_:id:input:ifExists:options:)``.
     @discardableResult
     public func enqueue<W: DurableWorkflow>(
         _ workflow: W.Type, id: String, input: W.Input, ifExists: DurableIfExists = .keep,
@@ -234,7 +234,7 @@ public final class DurableStore: Sendable {
     }
 
     /// Records many runs of `workflow` for the workers at once, in one transaction (multi-row inserts:
-    /// nothing recorded if one fails, as for ``start(_:runs:ifExists:)``), and returns them in the order
+    /// nothing recorded if one fails, as for ``start(_:runs:ifExists:options:)``), and returns them in the order
     /// of `runs`, each watched only once its end is asked for.
     @discardableResult
     public func enqueue<W: DurableWorkflow>(

@@ -82,8 +82,8 @@ public final class DurableFlow: @unchecked Sendable {
     ///   - retry: when a failure is tried again (``StepRetry/never`` by default).
     ///   - timeout: an attempt that runs longer is cancelled and counts as a failed attempt (`retry`
     ///     applies; the error recorded is ``DurableError/stepTimedOut(step:after:)``). None by default.
-    ///   - queue: the ``DurableQueue`` whose limits its attempts wait for (across every process); `key`
-    ///     is its key for the queue's `perKey` limit.
+    ///   - queue: the ``DurableQueue`` whose limits its attempts wait for (across every process).
+    ///   - key: its key for the queue's `perKey` limit (a user's id: one at a time per user).
     ///   - make: makes the step's command (on the step's queue), for each attempt.
     @discardableResult
     public func step<Output: Codable & Sendable, each Value: Sendable>(
