@@ -134,6 +134,11 @@ let package = Package(
             path: "Examples/Durable"
         ),
         .executableTarget(
+            name: "Onboarding",
+            dependencies: ["CommandDurable"],
+            path: "Examples/Onboarding"
+        ),
+        .executableTarget(
             name: "DurableCost",
             dependencies: ["CommandDurable"],
             path: "Examples/DurableCost"
