@@ -29,6 +29,16 @@ struct Parent: DurableWorkflow {
     }
 }
 
+/// A child run that sleeps 2 s (`Nap`, after its `before` step), then `done`: the child's value + 1.
+struct NapParent: DurableWorkflow {
+    static let name = "nap-parent"
+
+    static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+        let kid = flow.child("kid", Nap.self) { _ in Nap.Input(tag: input, seconds: 2) }
+        return flow.step("done", after: kid) { _, kid in Command<Int>.just(kid + 1) }
+    }
+}
+
 /// Child runs: recorded once as runs of their own, run where their parent runs, cancelled with it, their
 /// failure the step's.
 @Suite struct DurableChildTests {
@@ -61,6 +71,32 @@ struct Parent: DurableWorkflow {
         for step in ["first", "done", "kid/a", "kid/b", "kid/sum"] {
             #expect(Probe.counter.count("\(tag)/\(step)") == 1, "\(step)")
         }
+    }
+
+    /// A crash tested by crashing: the kill tests' worker starts a parent whose child sleeps, and kills
+    /// itself once the child's sleep began; both are resumed here, the child not recorded again.
+    @Test(arguments: StoreKind.allCases)
+    func aChildRunCutByAKill_isResumedWithItsParent_notRecordedAgain(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)").path
+        let child = try DurableKillTests.Child(
+            store: place.location, log: log, seed: 1, environment: ["DURABLE_WORKER_MODE": "child"])
+        #expect(await child.exitCode() == -SIGKILL, "\(child.printed)")
+        let store = try await place.open()
+        defer { store.close() }
+        try store.register(NapParent.self)
+        try store.register(Nap.self)
+        let report = try await store.resumeUnfinished()
+        #expect(Set(report.resumed) == ["p", "p/kid"])
+        let parent = try #require(try await store.run(NapParent.self, id: "p"))
+        #expect(try await parent.value == 8)
+        let records = try await store.runs()
+        #expect(records.map(\.id).sorted() == ["p", "p/kid"])
+        let kid = try #require(records.first { $0.id == "p/kid" })
+        #expect(kid.state == .completed && kid.parent == "p")
+        // The child's first step ran once, in the killed process: not again.
+        #expect(kid.steps.first { $0.id == "before" }.map { $0.attempts == 1 && $0.state == .completed } == true)
     }
 
     @Test(arguments: StoreKind.allCases, Mode.allCases)

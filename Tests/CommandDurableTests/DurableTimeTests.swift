@@ -132,6 +132,28 @@ struct Ordered: DurableWorkflow {
         await worker?.stop()
     }
 
+    @Test(arguments: StoreKind.allCases, Mode.allCases)
+    func aSleepingRun_isCancelled_andTheStepAfterNeverRuns(kind: StoreKind, mode: Mode) async throws {
+        guard let fresh = try await freshStore(kind, Nap.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        let tag = "\(kind)-\(mode)-cancel-nap"
+        let worker = mode == .enqueued ? try store.work(concurrency: 2) : nil
+        let input = Nap.Input(tag: tag, seconds: 600)
+        let run =
+            mode == .enqueued
+            ? try await store.enqueue(Nap.self, id: "n", input: input)
+            : try await store.start(Nap.self, id: "n", input: input)
+        #expect(await eventually { Self.step("nap", of: try? await store.runs().first)?.nextAttempt != nil })
+        try await store.cancel(runID: "n")
+        await #expect(throws: CancellationError.self) { _ = try await run.value }
+        await worker?.stop()
+        let record = try #require(try await store.runs().first)
+        #expect(record.state == .cancelled)
+        #expect(Self.step("nap", of: record)?.state == .cancelled)
+        #expect(Probe.counter.count("\(tag)/after") == 0)
+    }
+
     /// A crash tested by crashing: the kill tests' worker starts a 10 s sleep after a step ("n") and a sleep
     /// until `Date()` + 10 s computed in `build` ("u"), and kills itself with `SIGKILL` once both began.
     @Test(arguments: StoreKind.allCases)
@@ -235,6 +257,27 @@ struct Ordered: DurableWorkflow {
         let answer = try #require(try await store.runs().first?.steps.first { $0.id == "answer" })
         #expect(answer.value == Data("\"got from afar\"".utf8))
         run.cancel()
+    }
+
+    /// A crash tested by crashing: the kill tests' worker starts a run waiting for its event and kills
+    /// itself once the wait began; the value is sent while no process runs it, then the run is resumed.
+    @Test(arguments: StoreKind.allCases)
+    func anEvent_sentWhileItsWaitingProcessIsDead_isReadAfterTheResume(kind: StoreKind) async throws {
+        guard let place = try await StorePlace.make(kind) else { return }
+        defer { place.remove() }
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("event-\(UUID().uuidString)").path
+        let child = try DurableKillTests.Child(
+            store: place.location, log: log, seed: 1, environment: ["DURABLE_WORKER_MODE": "event"])
+        #expect(await child.exitCode() == -SIGKILL, "\(child.printed)")
+        let store = try await place.open()
+        defer { store.close() }
+        try store.register(Approval.self)
+        try await store.send("after the kill", event: "approval", toRun: "e")
+        let report = try await store.resumeUnfinished()
+        #expect(report.resumed == ["e"])
+        let run = try #require(try await store.run(Approval.self, id: "e"))
+        #expect(try await run.value == "got after the kill")
+        #expect(Self.step("approval", of: try await store.runs().first)?.attempts == 1)
     }
 
     @Test(arguments: StoreKind.allCases, Mode.allCases)

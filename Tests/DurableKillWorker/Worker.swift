@@ -187,3 +187,31 @@ struct WorkerQueued: DurableWorkflow {
         }
     }
 }
+
+/// The test's `Approval` (same name, steps and values): a wait for an event, cut by a kill.
+struct WorkerApproval: DurableWorkflow {
+    static let name = "approval"
+    struct Input: Codable, Sendable {
+        var tag: String
+        var timeout: Double?
+        var holdAfter = false
+    }
+
+    static func build(_ flow: DurableFlow, input: Input) throws -> DurableStep<String> {
+        let approval = flow.event(
+            "approval", of: String.self, timeout: input.timeout.map { .milliseconds(Int($0 * 1_000)) })
+        return flow.step("answer", after: approval) { _, approval -> Command<String> in
+            Command<String>.just(approval.map { "got \($0)" } ?? "none")
+        }
+    }
+}
+
+/// The test's `NapParent` (same name, steps and values): a child run that sleeps, cut by a kill.
+struct WorkerNapParent: DurableWorkflow {
+    static let name = "nap-parent"
+
+    static func build(_ flow: DurableFlow, input: String) throws -> DurableStep<Int> {
+        let kid = flow.child("kid", WorkerNap.self) { _ in WorkerNap.Input(tag: input, seconds: 2) }
+        return flow.step("done", after: kid) { _, kid in Command<Int>.just(kid + 1) }
+    }
+}

@@ -85,6 +85,43 @@ if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "nap" {
     }
 }
 
+// A wait for an event cut by a kill (DURABLE_WORKER_MODE=event): starts the run "e", and once its wait
+// began kills itself with SIGKILL.
+if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "event" {
+    do {
+        let store = try await Worker.openStore()
+        try store.register(WorkerApproval.self)
+        _ = try await store.start(WorkerApproval.self, id: "e", input: .init(tag: "kill"))
+        while try await store.runs().first?.steps.first(where: { $0.id == "approval" })?.nextAttempt == nil {
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        kill(getpid(), SIGKILL)
+    } catch {
+        print("error \(error)")
+        exit(1)
+    }
+}
+
+// A child run cut by a kill (DURABLE_WORKER_MODE=child): starts the run "p" whose child "p/kid" sleeps 2 s,
+// and once the child's sleep began kills itself with SIGKILL.
+if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "child" {
+    do {
+        let store = try await Worker.openStore()
+        try store.register(WorkerNapParent.self)
+        try store.register(WorkerNap.self)
+        _ = try await store.start(WorkerNapParent.self, id: "p", input: "kill")
+        while try await store.runs().first(where: { $0.id == "p/kid" })?.steps.first(where: { $0.id == "nap" })?
+            .nextAttempt == nil
+        {
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        kill(getpid(), SIGKILL)
+    } catch {
+        print("error \(error)")
+        exit(1)
+    }
+}
+
 // A worker process: works the steps of runs enqueued by the test (DURABLE_WORKER_MODE=work) until the
 // file "<log>.stop" exists; then drains (`stop()`) and exits 0.
 if ProcessInfo.processInfo.environment["DURABLE_WORKER_MODE"] == "work" {
