@@ -40,6 +40,8 @@ public enum DurableError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownEvent(run: String, event: String)
     /// A schedule's cron expression or interval cannot be used.
     case invalidSchedule(String)
+    /// ``DurableStore/retry(runID:)`` of a run that did not fail and was not cancelled.
+    case notRetryable(run: String, state: DurableRunState)
 
     public var description: String {
         switch self {
@@ -93,6 +95,9 @@ public enum DurableError: Error, Sendable, Equatable, CustomStringConvertible {
             return "Run '\(run)' has no event step '\(event)': check the id given to flow.event in its workflow."
         case .invalidSchedule(let message):
             return "Invalid schedule: \(message)."
+        case .notRetryable(let run, let state):
+            return "Run '\(run)' is \(state.rawValue): only a failed or cancelled run is retried. Wait for its end, or "
+                + "start a new run."
         }
     }
 }

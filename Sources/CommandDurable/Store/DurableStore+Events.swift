@@ -1,7 +1,7 @@
 import CommandCore
 import Foundation
 
-// Values sent to runs' events, and cancels by filter.
+// Values sent to runs' events, cancels by filter, retries.
 extension DurableStore {
     /// Sends `value` to the event step `event` of run `runID` (``DurableFlow/event(_:of:timeout:waitingFor:)``),
     /// from any process or host sharing the store: recorded whether or not the run reached its wait (a
@@ -53,5 +53,29 @@ extension DurableStore {
             }
         }
         return cancelled
+    }
+
+    /// Runs again, from where it ended, a run that failed or was cancelled: its completed steps are kept
+    /// (not run again), its failed steps and the steps after them run again (a step's attempt number goes
+    /// on from its last; its failures are counted anew), its cancel, error and deadline are cleared. The
+    /// retry is recorded at once for every process; the run is then worked by the workers, or resumed
+    /// (``resumeUnfinished()``). Temporal calls it a reset, DBOS a fork.
+    ///
+    /// - Throws: ``DurableError/unknownRun(_:)``, ``DurableError/notRetryable(run:state:)`` for a run that
+    ///   is running or completed.
+    public func retry(runID: String) async throws {
+        try await storage.retry(run: runID)
+    }
+
+    /// ``retry(runID:)``, then runs it here (as ``start(_:id:input:ifExists:options:)`` does) and returns it.
+    @discardableResult
+    public func retry<W: DurableWorkflow>(_ workflow: W.Type, runID: String) async throws -> DurableRun<W.Output> {
+        guard let registered = registered(W.name) else { throw DurableError.unknownWorkflow(W.name) }
+        guard let stored = try await storage.loadRun(runID) else { throw DurableError.unknownRun(runID) }
+        guard stored.workflow == W.name else { throw DurableError.runExists(runID) }
+        try await storage.retry(run: runID)
+        guard let again = try await storage.loadRun(runID) else { throw DurableError.unknownRun(runID) }
+        let plan = try await registered.resumable(again, storage: storage)
+        return launch(DurableRun<W.Output>.self, id: runID, workflow: W.name, plan: plan)
     }
 }
