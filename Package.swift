@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "CommandDurablePostgres", targets: ["CommandDurablePostgres"]),
         // A throwaway PostgreSQL server on 127.0.0.1, for testing your durable workflows (and ours).
         .library(name: "CommandDurablePostgresTesting", targets: ["CommandDurablePostgresTesting"]),
+        // `durable`: a store's runs from a shell (list, show, cancel, retry, prune).
+        .executable(name: "durable", targets: ["DurableCommandLine"]),
     ],
     targets: [
         // Internal to the package (C11 atomics; `CommandCore` imports it with `internal import`).
@@ -47,6 +49,7 @@ let package = Package(
         ),
         .target(name: "CommandDurablePostgres", dependencies: ["CommandCore", "CommandDurable", "CLibPQ"]),
         .target(name: "CommandDurablePostgresTesting"),
+        .executableTarget(name: "DurableCommandLine", dependencies: ["CommandDurable", "CommandDurablePostgres"]),
         .executableTarget(
             name: "Quickstart",
             dependencies: ["CommandCore"],
@@ -167,10 +170,11 @@ let package = Package(
         .testTarget(name: "CommandGraphTests", dependencies: ["CommandGraph", "CommandTestSupport"]),
         .testTarget(
             name: "CommandDurableTests",
-            // DurableKillWorker: the child process the kill tests start, kill and start again.
+            // DurableKillWorker: the child process the kill tests start, kill and start again; DurableCommandLine:
+            // `durable`, run by its tests as a user runs it.
             dependencies: [
                 "CommandDurable", "CommandDurablePostgres", "CommandDurablePostgresTesting", "CommandTestSupport",
-                "DurableKillWorker",
+                "DurableKillWorker", "DurableCommandLine",
             ],
             // A store made at schema version 1, opened and upgraded in place by DurableSchemaTests.
             resources: [.copy("Fixtures")]

@@ -32,6 +32,8 @@ public struct DurableStepRecord: Sendable, Equatable {
     public let owner: String?
     /// Its recorded value, encoded (JSON), once completed; nil for a step without a value.
     public let value: Data?
+    /// The ids of the steps it comes after (its edges in the run's graph).
+    public var after: [String] = []
 }
 
 /// A run as the store recorded it.

@@ -315,11 +315,14 @@ extension SQLStorage {
                     var output: Data?
                     let steps = try connection.query(
                         """
-                        SELECT step_id, state, attempt, error, error_type, started, ended, next_attempt_at, owner, value
+                        SELECT step_id, state, attempt, error, error_type, started, ended, next_attempt_at, owner, value,
+                            after
                         FROM steps WHERE run_id = ? ORDER BY position
                         """, [.text(id)]
-                    ).map { step in
-                        let record = DurableStepRecord(
+                    )
+                    let ids = steps.map { $0[0].string ?? "" }
+                    let stepRecords = steps.map { step in
+                        var record = DurableStepRecord(
                             id: step[0].string ?? "",
                             state: DurableRunState(rawValue: step[1].string ?? "") ?? .pending,
                             attempts: Int(step[2].int ?? 0),
@@ -330,13 +333,16 @@ extension SQLStorage {
                             ended: step[6].double.map(Date.init(timeIntervalSince1970:)),
                             nextAttempt: step[7].double.map(Date.init(timeIntervalSince1970:)),
                             owner: step[8].string, value: step[9].data)
+                        record.after = (step[10].string ?? "").split(separator: ",").compactMap { Int($0) }
+                            .filter { $0 < ids.count }.map { ids[$0] }
                         if state == .completed, record.id == row[7].string { output = record.value }
                         return record
                     }
                     var record = DurableRunRecord(
                         id: id, workflow: row[1].string ?? "", state: state,
                         created: Date(timeIntervalSince1970: row[3].double ?? 0),
-                        updated: Date(timeIntervalSince1970: row[4].double ?? 0), steps: steps, error: row[5].string,
+                        updated: Date(timeIntervalSince1970: row[4].double ?? 0), steps: stepRecords,
+                        error: row[5].string,
                         input: row[6].data, output: output)
                     record.tags = Set((row[8].string ?? "").split(separator: ",").map(String.init))
                     record.priority = Int(row[9].int ?? 0)

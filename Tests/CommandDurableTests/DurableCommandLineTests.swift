@@ -1,0 +1,124 @@
+import CommandDurable
+import CommandTestSupport
+import Foundation
+import Testing
+
+/// `durable`, run as a user runs it (the built executable, a child process): its output, its JSON, its
+/// exit statuses, and a PostgreSQL password never taken from the command line nor printed.
+@Suite struct DurableCommandLineTests {
+    static var executable: URL {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for folder in [beside, beside.deletingLastPathComponent()] {
+            let candidate = folder.appendingPathComponent("durable")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return URL(fileURLWithPath: ".build/debug/durable")
+    }
+
+    struct Output {
+        let status: Int32
+        let out: String
+        let err: String
+    }
+
+    /// Runs `durable arguments` (its environment `environment` added), waiting without blocking a thread.
+    static func durable(_ arguments: [String], environment: [String: String] = [:]) async throws -> Output {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let status = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<Int32, any Error>) in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        return Output(
+            status: status, out: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+            err: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func listsShowsCancelsRetriesAndPrunes_withStatusesAScriptCanRelyOn(kind: StoreKind) async throws {
+        guard let fresh = try await freshStore(kind, Retried.self, Stuck.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        let tag = "\(kind)-cli"
+        Probe.failuresLeft.withLock { $0["\(tag)-bad"] = 1 }
+        _ = try await store.start(Retried.self, id: "ok", input: "\(tag)-ok").value
+        _ = try? await store.start(Retried.self, id: "bad", input: "\(tag)-bad").value
+        _ = try await store.enqueue(
+            Stuck.self, id: "waiting", input: .init(tag: tag), options: .init(tags: ["user:42"]))
+        // A PostgreSQL URL without its password; the password from the environment.
+        var location = fresh.place.location
+        var environment: [String: String] = [:]
+        if kind == .postgres, var components = URLComponents(string: location) {
+            environment["PGPASSWORD"] = components.password
+            components.password = nil
+            location = components.string ?? location
+        }
+        func durable(_ arguments: [String]) async throws -> Output {
+            try await Self.durable(["--store", location] + arguments, environment: environment)
+        }
+
+        let listed = try await durable(["runs", "--json"])
+        #expect(listed.status == 0, "\(listed.err)")
+        let runs = try #require(try JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as? [[String: Any]])
+        #expect(runs.map { "\($0["id"]!)=\($0["state"]!)" } == ["ok=completed", "bad=failed", "waiting=running"])
+
+        let failed = try await durable(["runs", "--state", "failed"])
+        #expect(failed.status == 0 && failed.out.contains("bad") && !failed.out.contains("ok "), "\(failed.out)")
+        let tagged = try await durable(["runs", "--tag", "user:42", "--json"])
+        #expect(tagged.out.contains("\"waiting\"") && !tagged.out.contains("\"bad\""), "\(tagged.out)")
+
+        let shown = try await durable(["show", "bad", "--json"])
+        let run = try #require(try JSONSerialization.jsonObject(with: Data(shown.out.utf8)) as? [String: Any])
+        let steps = try #require(run["steps"] as? [[String: Any]])
+        #expect(steps.map { "\($0["id"]!)=\($0["state"]!)" } == ["a=completed", "b=failed", "c=cancelled"])
+        #expect((steps[1]["error"] as? String)?.contains("flaky attempt 1") == true)
+        #expect(steps[2]["after"] as? [String] == ["a", "b"])
+        let text = try await durable(["show", "bad"])
+        #expect(text.out.contains("graph:") && text.out.contains("a, b -> c"), "\(text.out)")
+
+        #expect(try await durable(["retry", "bad"]).status == 0)
+        #expect(try await store.runs().first { $0.id == "bad" }?.state == .running)
+        let notRetryable = try await durable(["retry", "ok"])
+        #expect(notRetryable.status == 4 && notRetryable.err.contains("completed"), "\(notRetryable.err)")
+        #expect(try await durable(["cancel", "waiting"]).status == 0)
+        #expect(try await store.runs().first { $0.id == "waiting" }?.state == .cancelled)
+        #expect(try await durable(["cancel", "nobody"]).status == 3)
+        #expect(try await durable(["show", "nobody"]).status == 3)
+        let unknown = try await durable(["frobnicate"])
+        #expect(unknown.status == 2 && unknown.err.contains("unknown command"), "\(unknown.err)")
+        #expect(try await durable(["prune"]).status == 2)
+        let pruned = try await durable(["prune", "--ended-before", "0s"])
+        #expect(pruned.status == 0 && pruned.out.contains("pruned 2 run(s)"), "\(pruned.out)")  // ok and waiting
+        #expect(try await store.runs().map(\.id) == ["bad"])
+        try await store.cancel(runID: "bad")
+    }
+
+    @Test func help_andAStoreThatIsNotThere() async throws {
+        let help = try await Self.durable(["--help"])
+        #expect(help.status == 0 && help.out.contains("usage: durable"))
+        let runsHelp = try await Self.durable(["runs", "--help"])
+        #expect(runsHelp.status == 0 && runsHelp.out.contains("usage: durable runs"))
+        let missing = try await Self.durable(["--store", "/nonexistent/work.sqlite", "runs"])
+        #expect(missing.status == 3 && missing.err.contains("no store"), "\(missing.err)")
+        #expect(!FileManager.default.fileExists(atPath: "/nonexistent/work.sqlite"))
+        let none = try await Self.durable(["runs"], environment: ["DURABLE_STORE": ""])
+        #expect(none.status == 2 && none.err.contains("DURABLE_STORE"), "\(none.err)")
+    }
+
+    @Test func aPasswordOnTheCommandLine_isRefused_andNeverPrinted() async throws {
+        let refused = try await Self.durable(["--store", "postgresql://app:s3cret@127.0.0.1:1/app", "runs"])
+        #expect(refused.status == 2)
+        #expect(refused.err.contains("PGPASSWORD") && !refused.err.contains("s3cret"), "\(refused.err)")
+        // From the environment it is taken, and a failure to connect does not print it.
+        let unreachable = try await Self.durable(
+            ["runs"], environment: ["DURABLE_STORE": "postgresql://app:s3cret@127.0.0.1:1/app"])
+        #expect(unreachable.status == 1 && !unreachable.err.contains("s3cret") && !unreachable.out.contains("s3cret"))
+    }
+}
