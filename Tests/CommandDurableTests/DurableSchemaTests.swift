@@ -34,7 +34,8 @@ import Testing
             #expect(
                 try await Self.indexes(store) == [
                     "unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps",
-                    "deadline_runs", "due_schedules", "child_runs",
+                    "deadline_runs", "due_schedules", "child_runs", "queue_starts_by_time", "queued_running",
+                    "queued_ready",
                 ])
             // Each pending step counts its predecessors not completed; every step has its run's workflow.
             let steps = try await DurableMeasurements.query(

@@ -155,7 +155,8 @@ import Testing
         #expect(
             indexes == [
                 "unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps",
-                "deadline_runs", "due_schedules", "child_runs",
+                "deadline_runs", "due_schedules", "child_runs", "queue_starts_by_time", "queued_running",
+                "queued_ready",
             ])
         let record = try #require(try await store.runs().first)
         #expect(record.id == "old" && record.state == .completed)

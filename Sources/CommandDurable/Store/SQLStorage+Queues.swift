@@ -6,16 +6,20 @@ import Foundation
 extension SQLStorage {
     /// The limits recorded for `queue` and its use now: the places left (nil: no limit), the keys at their
     /// limit, and when a rate's window frees a place (nil: not rate-limited). Locks the queue's row.
+    ///
+    /// `now` is read once the row is locked, and is the time of every start the caller records: a time
+    /// read before the lock's wait would let a start recorded meanwhile by another process fall out of
+    /// the window early (measured: 8 starts in a second for a rate of 5).
     private func places(
         _ queue: String, _ connection: any SQLDatabase
-    ) throws -> (left: Int?, perKey: Int?, running: [String: Int], rateFrees: Double?) {
-        let now = self.now
+    ) throws -> (left: Int?, perKey: Int?, running: [String: Int], rateFrees: Double?, now: Double) {
         guard
             let limits = try connection.query(
                 "SELECT concurrency, per_key, rate_count, rate_seconds FROM queues WHERE name = ?\(dialect.rowLock)",
                 [.text(queue)]
             ).first
-        else { return (nil, nil, [:], nil) }
+        else { return (nil, nil, [:], nil, self.now) }
+        let now = self.now
         var running: [String: Int] = [:]
         var total = 0
         for row in try connection.query(
@@ -38,7 +42,7 @@ extension SQLStorage {
             left = min(left ?? allowed, allowed)
             if allowed <= 0 { rateFrees = (recent.first ?? now) + seconds }
         }
-        return (left, limits[1].int.map { Int($0) }, running, rateFrees)
+        return (left, limits[1].int.map { Int($0) }, running, rateFrees, now)
     }
 
     /// Claims up to `limit` ready steps of the queues of `workflows`, each queue's limits held: one queue
@@ -57,7 +61,7 @@ extension SQLStorage {
         ).compactMap { $0[0].string }
         var taken: [[SQLValue]] = []
         for queue in queues where taken.count < limit {
-            let (left, perKey, running, _) = try places(queue, connection)
+            let (left, perKey, running, _, now) = try places(queue, connection)
             let room = min(limit - taken.count, left ?? Int.max)
             guard room > 0 else { continue }
             let candidates = try connection.query(
@@ -88,7 +92,7 @@ extension SQLStorage {
     /// Whether a step of `queue` with `key` may start now (its place taken: a start counted); otherwise
     /// when to ask again.
     func admits(queue: String, key: String?, _ connection: any SQLDatabase) throws -> Date? {
-        let (left, perKey, running, rateFrees) = try places(queue, connection)
+        let (left, perKey, running, rateFrees, now) = try places(queue, connection)
         let keyFull = perKey.map { limit in key.map { running[$0, default: 0] >= limit } ?? false } ?? false
         if (left ?? 1) <= 0 || keyFull {
             let wait = rateFrees.map { max($0 - now, 0.01) } ?? 0.05
