@@ -222,19 +222,23 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                         failures: failures, final: true)
                 }
             case .success(.completed(let data)):
-                let value: any Sendable
-                do {
-                    value = try definition.codec.decode(data)
-                } catch {
-                    return fail(
-                        result,
-                        DurableError.decoding(
-                            run: execution.runID, step: definition.id, underlying: String(describing: error)))
-                }
-                DispatchQueue.global().async { [self] in
-                    ended(.completed(value), result, attempt: attempt, failures: failures)
-                }
+                complete(with: data, result, attempt: attempt, failures: failures)
             }
+        }
+    }
+
+    /// Completes a step that ran no command with `data`, its value as the store holds it (an event's, a
+    /// child run's): decoded, then recorded by the usual completion, off the store's thread.
+    private func complete(with data: Data?, _ result: CommandResult<Void>, attempt: Int, failures: Int) {
+        let value: any Sendable
+        do {
+            value = try definition.codec.decode(data)
+        } catch {
+            return fail(
+                result,
+                DurableError.decoding(run: execution.runID, step: definition.id, underlying: String(describing: error)))
+        }
+        DispatchQueue.global().async { [self] in ended(.completed(value), result, attempt: attempt, failures: failures)
         }
     }
 
@@ -274,19 +278,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 if event { return waitForEvent(until: due, result) }
                 wait(until: due ?? .distantFuture, result)
             case .success(.due(let data)):
-                let value: any Sendable
-                do {
-                    value = try definition.codec.decode(data)
-                } catch {
-                    return fail(
-                        result,
-                        DurableError.decoding(
-                            run: execution.runID, step: definition.id, underlying: String(describing: error)))
-                }
                 if event { execution.log(.info, definition.id, data == Data("null".utf8) ? "timed out" : "received") }
-                DispatchQueue.global().async { [self] in
-                    ended(.completed(value), result, attempt: attempt, failures: failures)
-                }
+                complete(with: data, result, attempt: attempt, failures: failures)
             }
         }
     }
