@@ -260,6 +260,9 @@ public final class DurableWorker: Sendable {
         execution.setClaim(claimed.claim, at: definition.index)
         if claimed.tookOver {
             execution.log(.notice, claimed.step, "taken over (its owner's lease expired or its process is gone)")
+            store.storage.observers.emit(
+                .stepTakenOver, run: claimed.run, step: claimed.step, attempt: claimed.claim.attempt,
+                owner: store.storage.owner)
         }
         let command = StepCommand(definition, execution: execution)
         inFlight = state.withLock { state -> Bool in

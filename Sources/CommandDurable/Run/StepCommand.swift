@@ -25,6 +25,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         var timeout: (any Cancelable)?
         /// The attempt whose timeout cancelled it.
         var timedOut: Int?
+        /// When the running attempt began (an observer's duration).
+        var began = Date()
         var stopped = false
     }
 
@@ -85,6 +87,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 if tookOver {
                     execution.log(
                         .notice, definition.id, "taken over (its owner's lease expired or its process is gone)")
+                    observe(.stepTakenOver, attempt: attempt)
                 }
                 // Off the store's thread: making the step's command is the user's code.
                 DispatchQueue.global().async { [self] in runAttempt(result, attempt: attempt, failures: failures) }
@@ -134,7 +137,17 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         if stale { token.cancel() }
     }
 
+    /// Tells the store's observers of a change of this step.
+    private func observe(_ kind: DurableChange.Kind, attempt: Int, error: String? = nil, ran: Bool = false) {
+        let began = attemptState.withLock { $0.began }
+        execution.storage.observers.emit(
+            kind, run: execution.runID, step: definition.id, attempt: attempt, owner: execution.storage.owner,
+            duration: ran ? Duration(clampingSeconds: Date().timeIntervalSince(began)) : nil, error: error)
+    }
+
     private func runAttempt(_ result: CommandResult<Void>, attempt: Int, failures: Int) {
+        attemptState.withLock { $0.began = Date() }
+        observe(.stepStarted, attempt: attempt)
         switch definition.kind {
         case .work: break
         case .sleep(.for(let duration)):
@@ -211,7 +224,10 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             case .success(.refused):
                 if execution.worker != nil { return result.succeed() }
                 claim(result)
-            case .success(.waiting):
+            case .success(.waiting(let created)):
+                if created {
+                    execution.storage.observers.emit(.runCreated, run: childID, owner: execution.storage.owner)
+                }
                 if execution.worker != nil { return result.succeed() }
                 execution.launchChild?(childID)
                 waitForEvent(until: nil, result)
@@ -303,6 +319,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             ) { [self] answer in
                 switch answer {
                 case .success(let completion) where completion.recorded:
+                    observe(.stepCompleted, attempt: attempt, ran: true)
                     execution.values.set(value!, at: definition.index)
                     execution.handed(completion.handed)
                     result.succeed()
@@ -344,6 +361,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         ) { [self] answer in
             switch answer {
             case .success(true):
+                observe(retryAfter == nil ? .stepFailed : .stepRetrying, attempt: attempt, error: message, ran: true)
                 if let retryAfter {
                     let retryAt = Date(timeIntervalSinceNow: retryAfter)
                     execution.log(.notice, definition.id, "failed (\(message)); retrying at attempt \(attempt + 1)")

@@ -85,6 +85,9 @@ extension DurableStore {
                 storage.fire(schedule: schedule.id, expected: expected, runs: runs, next: next, last: fire.last) {
                     answer in
                     if case .success(true) = answer, !runs.isEmpty {
+                        for run in runs {
+                            self.storage.observers.emit(.runCreated, run: run.id, owner: self.storage.owner)
+                        }
                         CommandLogging.log(
                             .info, command: "\(schedule.workflow)/\(schedule.id)",
                             "fired \(runs.map(\.id).joined(separator: ", "))")

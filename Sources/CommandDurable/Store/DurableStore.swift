@@ -125,6 +125,7 @@ public final class DurableStore: Sendable {
         // every process's through its notifications) reaches the run running here at once; the poll
         // covers what no notification announces.
         let token = storage.feed.subscribe { [weak self] change in self?.route(change) }
+        storage.observers.attach(self)
         subscription.withLock { $0 = token }
         cancelPoll.start { [weak self] done in
             guard let self else { return done() }
@@ -153,6 +154,7 @@ public final class DurableStore: Sendable {
         case .deadline(let run): state.withLock { $0.active[run] }?.expireHere()
         case .event(let run): state.withLock { $0.active[run] }?.eventArrived()
         case .ended(let run):
+            storage.observeEnd(run)
             // A child run's end (its id is its parent's, a `/` and its step's): the parent's step looks again.
             if let slash = run.lastIndex(of: "/") {
                 state.withLock { $0.active[String(run[..<slash])] }?.eventArrived()
@@ -303,6 +305,9 @@ public final class DurableStore: Sendable {
                 options: options)
         }
         let created = try await storage.createRuns(records, failIfExists: ifExists == .fail)
+        for (index, answer) in created.enumerated() {
+            if case .created = answer { storage.observers.emit(.runCreated, run: records[index].id, owner: owner) }
+        }
         for (index, entry) in fresh.enumerated() {
             let plan = plans[index]
             if case .exists(let stored) = created[index] {
@@ -402,6 +407,12 @@ public final class DurableStore: Sendable {
         }
         return DurableWorker(store: self, concurrency: max(1, concurrency))
     }
+
+    /// Tells `observer` (held weakly) of the changes of runs in this process: see ``DurableObserver``.
+    public func add(observer: some DurableObserver) { storage.observers.add(observer) }
+
+    /// Stops telling `observer`.
+    public func remove(observer: some DurableObserver) { storage.observers.remove(observer) }
 
     /// The id this store records as the owner of the steps it claims (``DurableStepRecord/owner``):
     /// `host/pid/` and a tail unique to this store.

@@ -20,6 +20,8 @@ package final class SQLStorage: @unchecked Sendable {
     /// Told what changed: by this process after its commits (`dialect.notify == nil`), or by the
     /// database's notifications, which the dialect's module listens to.
     package let feed = ChangeFeed()
+    /// The store's observers (``DurableObserver``), told of this process's changes.
+    let observers = DurableObservers()
 
     /// Opens the store: the thread, then `open` on it (which prepares the schema and returns the
     /// connection). `owner` is this store's id in the records (host, pid, and a unique tail).
@@ -102,6 +104,22 @@ package final class SQLStorage: @unchecked Sendable {
     /// After a commit: tells this process's subscribers (at once, without a round trip to the database).
     func announce(_ change: StoreChange) {
         feed.post(change)
+    }
+
+    /// Tells the observers that run `run` ended (its state read, only when someone observes).
+    func observeEnd(_ run: String) {
+        guard !observers.isEmpty else { return }
+        let owner = owner
+        thread.submit(
+            write: false,
+            { connection in
+                try connection.query("SELECT state FROM runs WHERE id = ?", [.text(run)]).first?[0].string
+            },
+            completion: { [observers] result in
+                guard case .success(let state?) = result, let ended = DurableRunState(rawValue: state), ended.isEnded
+                else { return }
+                observers.emit(.runEnded, run: run, owner: owner, state: ended)
+            })
     }
 
     /// Now by the database's clock (on the store's thread: the requests' bodies).
