@@ -37,6 +37,7 @@ enum Usage {
           cancel RUN                                                      records the run's cancel
           retry RUN                                                       runs a failed or cancelled run again
           prune --ended-before AGE                                        deletes runs ended before AGE ago (7d, 12h, 30m, 45s)
+          watch [RUN]                                                     prints the runs' (or one run's) changes as they happen
           help [COMMAND]
 
         exit status: 0 done, 1 the store failed, 2 a command line that cannot be used, 3 no such run or
@@ -61,6 +62,12 @@ enum Usage {
         or the next resume. Exit 4 for a run that is running or completed.
         """,
         "prune": "usage: durable prune --ended-before AGE\nDeletes the runs ended before AGE ago (7d, 12h, 30m, 45s).",
+        "watch": """
+        usage: durable watch [RUN]
+        Prints each change of the runs (or of RUN) as it is recorded, a line each: the time, the run, the step
+        and its new state (and attempt, and error). With RUN, exits 0 once it ended (3 if there is no such
+        run); otherwise runs until interrupted. Reads the records every 200 ms.
+        """,
     ]
 }
 
@@ -256,10 +263,40 @@ func run(_ arguments: CommandLineArguments) async throws -> Int32 {
         }
         let count = try await store.prune(endedBefore: Date().addingTimeInterval(-(try age(text))))
         print("pruned \(count) run(s)")
+    case "watch":
+        guard arguments.positional.count <= 1 else { throw Failure.usage("durable watch takes at most one run id") }
+        try await watch(store, run: arguments.positional.first)
     default:
         throw Failure.usage("unknown command '\(arguments.command)' (durable help)")
     }
     return Status.ok
+}
+
+/// Prints each change of the runs (or of `run`) by comparing the records every 200 ms; returns once `run`
+/// ended.
+func watch(_ store: DurableStore, run: String?) async throws {
+    var seen: [String: String] = [:]
+    var first = true
+    while true {
+        let runs = try await store.runs().filter { run == nil || $0.id == run }
+        if let run, runs.isEmpty { throw Failure(status: Status.notFound, message: "no run '\(run)' in the store") }
+        for record in runs {
+            var lines: [(String, String)] = [(record.id, record.state.rawValue)]
+            for step in record.steps {
+                var state = step.state.rawValue + " #\(step.attempts)"
+                if let error = step.lastError, step.state != .completed { state += " (\(error))" }
+                lines.append(("\(record.id)/\(step.id)", state))
+            }
+            for (key, state) in lines where seen[key] != state {
+                seen[key] = state
+                if !first || run != nil { print("\(stamp(Date())) \(key) \(state)") }
+            }
+        }
+        fflush(nil)
+        first = false
+        if let run, runs.first(where: { $0.id == run })?.state.isEnded == true { return }
+        try await Task.sleep(nanoseconds: 200_000_000)
+    }
 }
 
 do {

@@ -100,6 +100,22 @@ import Testing
         try await store.cancel(runID: "bad")
     }
 
+    @Test func watch_printsARunsChanges_andEndsWithIt() async throws {
+        guard let fresh = try await freshStore(.sqlite, Approval.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        let run = try await store.start(Approval.self, id: "w", input: .init(tag: "cli-watch"))
+        #expect(await eventually { (try? await store.runs().first?.steps.first?.nextAttempt) != nil })
+        let watching = Task { try await Self.durable(["--store", fresh.place.location, "watch", "w"]) }
+        try await store.send("yes", event: "approval", toRun: "w")
+        #expect(try await run.value == "got yes")
+        let watched = try await watching.value
+        #expect(watched.status == 0, "\(watched.err)")
+        #expect(
+            watched.out.contains(" w/answer completed #1") && watched.out.contains(" w completed"), "\(watched.out)")
+        #expect(try await Self.durable(["--store", fresh.place.location, "watch", "nobody"]).status == 3)
+    }
+
     @Test func help_andAStoreThatIsNotThere() async throws {
         let help = try await Self.durable(["--help"])
         #expect(help.status == 0 && help.out.contains("usage: durable"))
