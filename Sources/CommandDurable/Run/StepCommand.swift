@@ -137,6 +137,13 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         if stale { token.cancel() }
     }
 
+    /// The store refused a write of this attempt: the step is no longer this claim's, and its record
+    /// decides. A worker moves on (its slot free); a run started here claims the step again to read it.
+    private func claimLost(_ result: CommandResult<Void>) {
+        if execution.worker != nil { return result.succeed() }
+        claim(result)
+    }
+
     /// Tells the store's observers of a change of this step.
     private func observe(_ kind: DurableChange.Kind, attempt: Int, error: String? = nil, ran: Bool = false) {
         let began = attemptState.withLock { $0.began }
@@ -222,8 +229,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             case .failure(let error):
                 fail(result, Self.storageError(error))
             case .success(.refused):
-                if execution.worker != nil { return result.succeed() }
-                claim(result)
+                claimLost(result)
             case .success(.waiting(let created)):
                 if created {
                     execution.storage.observers.emit(.runCreated, run: childID, owner: execution.storage.owner)
@@ -284,8 +290,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             case .failure(let error):
                 fail(result, Self.storageError(error))
             case .success(.refused):
-                if execution.worker != nil { return result.succeed() }
-                claim(result)
+                claimLost(result)
             case .success(.waiting(let due)):
                 if let worker = execution.worker {
                     if let due { worker.retryAt(due) }
@@ -328,8 +333,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                     // the lease expired, or the run was cancelled). Its record decides: a worker moves on,
                     // a run started here reads it.
                     execution.log(.warning, definition.id, "completion refused: the step is no longer this process's")
-                    if execution.worker != nil { return result.succeed() }
-                    claim(result)
+                    claimLost(result)
                 case .failure(let error):
                     fail(result, Self.storageError(error))
                 }
@@ -376,9 +380,7 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                     fail(result, error)
                 }
             case .success(false):
-                // Refused: the step is no longer this claim's; its record decides.
-                if execution.worker != nil { return result.succeed() }
-                claim(result)
+                claimLost(result)
             case .failure(let storageError):
                 fail(result, Self.storageError(storageError))
             }
