@@ -305,9 +305,6 @@ public final class DurableStore: Sendable {
                 options: options)
         }
         let created = try await storage.createRuns(records, failIfExists: ifExists == .fail)
-        for (index, answer) in created.enumerated() {
-            if case .created = answer { storage.observers.emit(.runCreated, run: records[index].id, owner: owner) }
-        }
         for (index, entry) in fresh.enumerated() {
             let plan = plans[index]
             if case .exists(let stored) = created[index] {

@@ -11,25 +11,33 @@ extension SQLStorage {
         guard !runs.isEmpty else { return [] }
         let dialect = dialect
         let created = try await wrap {
-            try await thread.perform(write: true) { [self] connection -> [CreateRunResult] in
-                var existing: [String: StoredRun] = [:]
-                for chunk in stride(from: 0, to: runs.count, by: 1_000) {
-                    let ids = runs[chunk..<min(chunk + 1_000, runs.count)].map(\.id)
-                    let found = try connection.query(
-                        "SELECT id FROM runs WHERE \(dialect.isIn("id"))", [dialect.list(ids)])
-                    for row in found {
-                        guard let id = row[0].string else { continue }
-                        if failIfExists { throw DurableError.runExists(id) }
-                        existing[id] = try Self.loadRun(id, connection)
+            try await thread.perform(
+                write: true,
+                { [self] connection -> [CreateRunResult] in
+                    var existing: [String: StoredRun] = [:]
+                    for chunk in stride(from: 0, to: runs.count, by: 1_000) {
+                        let ids = runs[chunk..<min(chunk + 1_000, runs.count)].map(\.id)
+                        let found = try connection.query(
+                            "SELECT id FROM runs WHERE \(dialect.isIn("id"))", [dialect.list(ids)])
+                        for row in found {
+                            guard let id = row[0].string else { continue }
+                            if failIfExists { throw DurableError.runExists(id) }
+                            existing[id] = try Self.loadRun(id, connection)
+                        }
                     }
-                }
-                let fresh = runs.filter { existing[$0.id] == nil }
-                try insertRuns(fresh, connection)
-                if !fresh.isEmpty { try notify(.ready, connection) }
-                return runs.map { run in existing[run.id].map { .exists($0) } ?? .created }
-            }
+                    let fresh = runs.filter { existing[$0.id] == nil }
+                    try insertRuns(fresh, connection)
+                    if !fresh.isEmpty { try notify(.ready, connection) }
+                    return runs.map { run in existing[run.id].map { .exists($0) } ?? .created }
+                },
+                committed: { [self] created in
+                    // At the commit, before any worker can claim their steps: the observers hear of the runs
+                    // first, then the workers are told.
+                    let fresh = zip(runs, created).filter { if case .created = $0.1 { true } else { false } }
+                    for (run, _) in fresh { observers.emit(.runCreated, run: run.id, owner: owner) }
+                    if !fresh.isEmpty { announce(.ready) }
+                })
         }
-        if created.contains(where: { if case .created = $0 { true } else { false } }) { announce(.ready) }
         return created
     }
 

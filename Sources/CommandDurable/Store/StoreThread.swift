@@ -166,7 +166,10 @@ package final class StoreThread: @unchecked Sendable {
     /// Runs `body` on the thread (in a write transaction when `write`) and returns its result once
     /// committed, suspending the caller: no thread waits. Past `patience` without a connection, throws
     /// ``DurableError/storage(message:)``; a cancelled task stops waiting at once (see the type's doc).
-    func perform<T: Sendable>(write: Bool, _ body: @escaping (any SQLDatabase) throws -> T) async throws -> T {
+    func perform<T: Sendable>(
+        write: Bool, _ body: @escaping (any SQLDatabase) throws -> T,
+        committed: (@Sendable (T) -> Void)? = nil
+    ) async throws -> T {
         precondition(
             !Self.isStoreThread,
             "a durable store's async API awaited on a store's own thread: it would wait for itself")
@@ -178,7 +181,12 @@ package final class StoreThread: @unchecked Sendable {
                 enqueue(
                     request(
                         write: write, deadline: Date().addingTimeInterval(patience), answered: { answer.isAnswered },
-                        work, deliver: { answer.resume($0) })
+                        work,
+                        deliver: { result in
+                            // On this thread, once committed: before the caller's task resumes.
+                            if case .success(let value) = result { committed?(value) }
+                            answer.resume(result)
+                        })
                 ) { answer.resume(.failure($0)) }
             }
         } onCancel: {
