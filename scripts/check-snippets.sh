@@ -48,13 +48,14 @@ for snippet in "${snippets[@]}"; do
         awaited=${header#"// must compile; await: "}
         # The snippet as written, then a footer that waits for the awaited command on the main queue
         # (where the snippet's callbacks arrive: it executed on the main thread) and exits after its
-        # callbacks: the main queue runs them before this hop (a 100 ms grace for other observers).
+        # callbacks: the main queue runs them before this hop (a 1 s grace for other observers: 100 ms
+        # once lost an `execute` observer's two lines on a machine busy with the test suite).
         {
             cat "$snippet"
             printf '\n// check-snippets.sh footer\n'
             printf '%s.observeState(on: .main) { state in\n' "$awaited"
             printf '    guard state.isTerminal else { return }\n'
-            printf '    DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(100)) { exit(0) }\n'
+            printf '    DispatchQueue.main.asyncAfter(deadline: .now() + .seconds(1)) { exit(0) }\n'
             printf '}\ndispatchMain()\n'
         } >"$work/main.swift"
         if ! swiftc -swift-version 6 -warnings-as-errors -I "$bin/Modules" "${cmodules[@]}" -module-name Snippet \
