@@ -1,8 +1,14 @@
 import CommandCore
 import Foundation
 
-// Values sent to runs' events, cancels by filter, retries.
+// Values sent to runs' events, cancels by filter, retries, observers.
 extension DurableStore {
+    /// Tells `observer` (held weakly) of the changes of runs in this process: see ``DurableObserver``.
+    public func add(observer: some DurableObserver) { storage.observers.add(observer) }
+
+    /// Stops telling `observer`.
+    public func remove(observer: some DurableObserver) { storage.observers.remove(observer) }
+
     /// Sends `value` to the event step `event` of run `runID` (``DurableFlow/event(_:of:timeout:waitingFor:)``),
     /// from any process or host sharing the store: recorded whether or not the run reached its wait (a
     /// mailbox; the wait reads it exactly once). A run waiting is woken at once (on a server's store, in

@@ -80,33 +80,6 @@ public final class DurableStore: Sendable {
         try self.init(path: url.path, durability: durability, lease: lease)
     }
 
-    /// Refuses, before SQLite creates anything, a path that is a directory, a file or folder this process
-    /// may not write (a store writes its file, and its `-wal` and `-shm` files beside it), or a folder that
-    /// does not exist.
-    static func checkPath(_ path: String) throws {
-        guard path != ":memory:", !path.isEmpty else { return }
-        let files = FileManager.default
-        var isDirectory: ObjCBool = false
-        let folder = (path as NSString).deletingLastPathComponent
-        if files.fileExists(atPath: path, isDirectory: &isDirectory) {
-            if isDirectory.boolValue {
-                throw DurableError.storage(
-                    message: "'\(path)' is a directory: give the path of a file in it (\(path)/work.sqlite)")
-            }
-            if !files.isWritableFile(atPath: path) {
-                throw DurableError.storage(
-                    message: "'\(path)' is read-only: a store writes to its file; make it writable or copy it")
-            }
-        } else if !folder.isEmpty, !files.fileExists(atPath: folder) {
-            throw DurableError.storage(message: "the folder of '\(path)' does not exist: create '\(folder)' first")
-        }
-        if !folder.isEmpty, !files.isWritableFile(atPath: folder) {
-            throw DurableError.storage(
-                message: "the folder of '\(path)' is read-only: a store writes its -wal and -shm files beside "
-                    + "its file; choose a writable folder")
-        }
-    }
-
     /// A store in memory, for tests: nothing survives the process.
     public static func inMemory(lease: Duration = .seconds(30)) throws -> DurableStore {
         try DurableStore(path: ":memory:", durability: .normal, lease: lease)
@@ -404,12 +377,6 @@ public final class DurableStore: Sendable {
         }
         return DurableWorker(store: self, concurrency: max(1, concurrency))
     }
-
-    /// Tells `observer` (held weakly) of the changes of runs in this process: see ``DurableObserver``.
-    public func add(observer: some DurableObserver) { storage.observers.add(observer) }
-
-    /// Stops telling `observer`.
-    public func remove(observer: some DurableObserver) { storage.observers.remove(observer) }
 
     /// The id this store records as the owner of the steps it claims (``DurableStepRecord/owner``):
     /// `host/pid/` and a tail unique to this store.
