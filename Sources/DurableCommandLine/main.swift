@@ -37,7 +37,8 @@ enum Usage {
           cancel RUN                                                      records the run's cancel
           retry RUN                                                       runs a failed or cancelled run again
           prune --ended-before AGE                                        deletes runs ended before AGE ago (7d, 12h, 30m, 45s)
-          watch [RUN]                                                     prints the runs' (or one run's) changes as they happen
+          watch [RUN] [--workflow W] [--tag T] [--json]                   prints the runs' (or one run's) changes as they happen
+          serve [--port P] [--host H] [--token T]                         the inspector in a browser (127.0.0.1:8080)
           help [COMMAND]
 
         exit status: 0 done, 1 the store failed, 2 a command line that cannot be used, 3 no such run or
@@ -63,10 +64,18 @@ enum Usage {
         """,
         "prune": "usage: durable prune --ended-before AGE\nDeletes the runs ended before AGE ago (7d, 12h, 30m, 45s).",
         "watch": """
-        usage: durable watch [RUN]
-        Prints each change of the runs (or of RUN) as it is recorded, a line each: the time, the run, the step
-        and its new state (and attempt, and error). With RUN, exits 0 once it ended (3 if there is no such
-        run); otherwise runs until interrupted. Reads the records every 200 ms.
+        usage: durable watch [RUN] [--workflow W] [--tag T] [--json]
+        Without RUN: prints each change of the runs, from any process, as it happens (store.changes): the time,
+        the change, the run and step, the attempt, the state or error; a JSON object a line with --json; runs
+        until interrupted. With RUN: prints the run's state and each step's, then each change of them as it is
+        recorded (woken by the run's changes, and looking every second); exits 0 once it ended (3 if there is
+        no such run).
+        """,
+        "serve": """
+        usage: durable serve [--port P] [--host H] [--token T]
+        Serves the inspector (DurableInspector): the runs, each run's graph and timeline, cancel and retry, live
+        updates. Binds 127.0.0.1 unless --host says otherwise; cancel and retry need the token when one is set
+        (--token or DURABLE_TOKEN), and a token is required to listen beyond loopback. Runs until interrupted.
         """,
     ]
 }
@@ -265,37 +274,72 @@ func run(_ arguments: CommandLineArguments) async throws -> Int32 {
         print("pruned \(count) run(s)")
     case "watch":
         guard arguments.positional.count <= 1 else { throw Failure.usage("durable watch takes at most one run id") }
-        try await watch(store, run: arguments.positional.first)
+        var filter = DurableRunFilter()
+        filter.workflow = arguments.options["--workflow"]?.last
+        if let tags = arguments.options["--tag"] { filter.tags = Set(tags) }
+        try await watch(
+            store, run: arguments.positional.first, filter: filter, asJSON: arguments.flags.contains("--json"))
     default:
         throw Failure.usage("unknown command '\(arguments.command)' (durable help)")
     }
     return Status.ok
 }
 
-/// Prints each change of the runs (or of `run`) by comparing the records every 200 ms; returns once `run`
-/// ended.
-func watch(_ store: DurableStore, run: String?) async throws {
+/// Prints the changes of the runs as they happen (from `store.changes`), or, for `run`, its state and each
+/// step's, then each change of them (woken by the run's changes, and every second); returns once `run` ended.
+func watch(_ store: DurableStore, run: String?, filter: DurableRunFilter, asJSON: Bool) async throws {
+    guard let run else {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        for await change in store.changes(filter) {
+            if asJSON {
+                print(String(decoding: try encoder.encode(change), as: UTF8.self))
+            } else {
+                var line = "\(stamp(change.time)) \(change.kind.rawValue) \(change.run)"
+                if let step = change.step { line += "/\(step)" }
+                if let attempt = change.attempt { line += " #\(attempt)" }
+                if let state = change.state { line += " \(state.rawValue)" }
+                if let error = change.error { line += " (\(error))" }
+                print(line)
+            }
+            fflush(nil)
+        }
+        return
+    }
+    // Woken by the run's changes, and every second (a change made before the other processes knew of
+    // this watch is not published).
+    let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    let changes = store.changes()
+    let listening = Task {
+        for await change in changes where change.run == run { wake.yield() }
+    }
+    let ticking = Task {
+        while !Task.isCancelled {
+            wake.yield()
+            try? await Task.sleep(nanoseconds: 1_000_000_000)
+        }
+    }
+    defer {
+        listening.cancel()
+        ticking.cancel()
+    }
     var seen: [String: String] = [:]
-    var first = true
-    while true {
-        let runs = try await store.runs().filter { run == nil || $0.id == run }
-        if let run, runs.isEmpty { throw Failure(status: Status.notFound, message: "no run '\(run)' in the store") }
-        for record in runs {
-            var lines: [(String, String)] = [(record.id, record.state.rawValue)]
-            for step in record.steps {
-                var state = step.state.rawValue + " #\(step.attempts)"
-                if let error = step.lastError, step.state != .completed { state += " (\(error))" }
-                lines.append(("\(record.id)/\(step.id)", state))
-            }
-            for (key, state) in lines where seen[key] != state {
-                seen[key] = state
-                if !first || run != nil { print("\(stamp(Date())) \(key) \(state)") }
-            }
+    for await _ in wakes {
+        guard let record = try await store.runs().first(where: { $0.id == run }) else {
+            throw Failure(status: Status.notFound, message: "no run '\(run)' in the store")
+        }
+        var lines: [(String, String)] = [(record.id, record.state.rawValue)]
+        for step in record.steps {
+            var state = step.state.rawValue + " #\(step.attempts)"
+            if let error = step.lastError, step.state != .completed { state += " (\(error))" }
+            lines.append(("\(record.id)/\(step.id)", state))
+        }
+        for (key, state) in lines where seen[key] != state {
+            seen[key] = state
+            print("\(stamp(Date())) \(key) \(state)")
         }
         fflush(nil)
-        first = false
-        if let run, runs.first(where: { $0.id == run })?.state.isEnded == true { return }
-        try await Task.sleep(nanoseconds: 200_000_000)
+        if record.state.isEnded { return }
     }
 }
 

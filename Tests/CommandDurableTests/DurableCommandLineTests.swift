@@ -116,6 +116,66 @@ import Testing
         #expect(try await Self.durable(["--store", fresh.place.location, "watch", "nobody"]).status == 3)
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func watch_withoutARun_printsAnotherProcesssChanges_asJSONLines(kind: StoreKind) async throws {
+        guard let fresh = try await freshStore(kind, Observed.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        var location = fresh.place.location
+        var environment = ProcessInfo.processInfo.environment
+        if kind == .postgres, var components = URLComponents(string: location) {
+            environment["PGPASSWORD"] = components.password
+            components.password = nil
+            location = components.string ?? location
+        }
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["--store", location, "watch", "--json"]
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        let printed = Locked("")
+        let seen = Locked<[(String, Checkpoint)]>([])
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let text = printed.withLock { printed in
+                printed += String(decoding: handle.availableData, as: UTF8.self)
+                return printed
+            }
+            for (needle, checkpoint) in seen.withLock({ $0 }) where text.contains(needle) { checkpoint.fulfill() }
+        }
+        func printedLine(containing needle: String) async -> Bool {
+            let checkpoint = Checkpoint()
+            seen.withLock { $0.append((needle, checkpoint)) }
+            if printed.withLock({ $0.contains(needle) }) { return true }
+            return await checkpoint.wait()
+        }
+        try process.run()
+        defer {
+            process.terminate()
+            out.fileHandleForReading.readabilityHandler = nil
+        }
+        // This store publishes once it has seen the watcher (within about 1 s): runs until one is printed.
+        let probing = Task {
+            var index = 0
+            while !Task.isCancelled {
+                index += 1
+                _ = try? await store.start(Observed.self, id: "probe-\(index)", input: "\(kind)-cli-probe-\(index)")
+                    .value
+            }
+        }
+        #expect(await printedLine(containing: #""run":"probe-"#))
+        probing.cancel()
+        _ = await probing.value
+        let tag = "\(kind)-cli-watched"
+        Probe.failuresLeft.withLock { $0[tag] = 1 }
+        #expect(try await store.start(Observed.self, id: "o", input: tag).value == 3)
+        #expect(await eventually { printed.withLock { $0.contains(#""run":"o","state":"completed""#) } })
+        let changes = printed.withLock { $0 }.split(separator: "\n").compactMap {
+            try? JSONDecoder().decode(DurableChange.self, from: Data($0.utf8))
+        }.filter { $0.run == "o" }
+        #expect(changes.map(\.description) == DurableChangesTests.expected, "\(changes.map(\.description))")
+    }
+
     @Test func help_andAStoreThatIsNotThere() async throws {
         let help = try await Self.durable(["--help"])
         #expect(help.status == 0 && help.out.contains("usage: durable"))

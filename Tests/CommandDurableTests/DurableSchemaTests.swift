@@ -30,12 +30,12 @@ import Testing
             let store = try DurableStore(path: path)
             defer { store.close() }
             let version = try await DurableMeasurements.query("PRAGMA user_version", on: store).first?.first?.int
-            #expect(version == 4)
+            #expect(version == 5)
             #expect(
                 try await Self.indexes(store) == [
                     "unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps",
                     "deadline_runs", "due_schedules", "child_runs", "queue_starts_by_time", "queued_running",
-                    "queued_ready",
+                    "queued_ready", "changes_by_time",
                 ])
             // Each pending step counts its predecessors not completed; every step has its run's workflow.
             let steps = try await DurableMeasurements.query(
@@ -63,7 +63,7 @@ import Testing
         // Opened again: nothing to migrate, the same schema.
         let again = try DurableStore(path: path)
         defer { again.close() }
-        #expect(try await DurableMeasurements.query("PRAGMA user_version", on: again).first?.first?.int == 4)
+        #expect(try await DurableMeasurements.query("PRAGMA user_version", on: again).first?.first?.int == 5)
         #expect(try await again.runs().map(\.id) == ["batch-1"])
     }
 }

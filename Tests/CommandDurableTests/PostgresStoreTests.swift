@@ -140,7 +140,7 @@ import Testing
         let store = try await DurableStore(postgres: url)
         defer { store.close() }
         let version = try await DurableMeasurements.query("SELECT version FROM meta", on: store).first?.first?.int
-        #expect(version == 4)
+        #expect(version == 5)
         // Each pending step's count of predecessors not completed, its run's workflow and creation.
         let steps = try await DurableMeasurements.query(
             "SELECT step_id, waiting, workflow, queued FROM steps WHERE run_id = 'mid' ORDER BY position", on: store)
@@ -156,7 +156,7 @@ import Testing
             indexes == [
                 "unfinished_runs", "ended_runs", "live_steps", "running_steps", "ready_steps", "leased_steps",
                 "deadline_runs", "due_schedules", "child_runs", "queue_starts_by_time", "queued_running",
-                "queued_ready",
+                "queued_ready", "changes_by_time",
             ])
         let record = try #require(try await store.runs().first)
         #expect(record.id == "old" && record.state == .completed)
@@ -168,10 +168,10 @@ import Testing
         let url = try await server.makeDatabase()
         try await DurableStore(postgres: url).close()
         try await server.psql("UPDATE awesomecommand.meta SET version = 99", database: Self.databaseName(url))
-        await #expect(throws: DurableError.newerSchema(found: 99, supported: 4)) {
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 5)) {
             try await DurableStore(postgres: url)
         }
-        await #expect(throws: DurableError.newerSchema(found: 99, supported: 4)) {
+        await #expect(throws: DurableError.newerSchema(found: 99, supported: 5)) {
             try await DurableStore(postgres: url)
         }
 

@@ -109,6 +109,7 @@ public final class DurableWorker: Sendable {
         case .cancelled(let run), .deadline(let run):
             let doomed = state.withLock { state in state.inFlight.values.filter { $0.runID == run } }
             for command in doomed { command.cancel() }
+        case .published: break
         }
     }
 
@@ -261,7 +262,8 @@ public final class DurableWorker: Sendable {
         if claimed.tookOver {
             execution.log(.notice, claimed.step, "taken over (its owner's lease expired or its process is gone)")
             store.storage.observers.emit(
-                .stepTakenOver, run: claimed.run, step: claimed.step, attempt: claimed.claim.attempt,
+                .stepTakenOver, workflow: execution.workflow, run: claimed.run, step: claimed.step,
+                attempt: claimed.claim.attempt,
                 owner: store.storage.owner)
         }
         let command = StepCommand(definition, execution: execution)

@@ -148,7 +148,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
     private func observe(_ kind: DurableChange.Kind, attempt: Int, error: String? = nil, ran: Bool = false) {
         let began = attemptState.withLock { $0.began }
         execution.storage.observers.emit(
-            kind, run: execution.runID, step: definition.id, attempt: attempt, owner: execution.storage.owner,
+            kind, workflow: execution.workflow, run: execution.runID, step: definition.id, attempt: attempt,
+            owner: execution.storage.owner,
             duration: ran ? Duration(clampingSeconds: Date().timeIntervalSince(began)) : nil, error: error)
     }
 
@@ -232,7 +233,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
                 claimLost(result)
             case .success(.waiting(let created)):
                 if created {
-                    execution.storage.observers.emit(.runCreated, run: childID, owner: execution.storage.owner)
+                    execution.storage.observers.emit(
+                        .runCreated, workflow: run.workflow, run: childID, owner: execution.storage.owner)
                 }
                 if execution.worker != nil { return result.succeed() }
                 execution.launchChild?(childID)

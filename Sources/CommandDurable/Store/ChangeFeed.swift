@@ -15,6 +15,8 @@ package enum StoreChange: Equatable, Sendable {
     case event(run: String)
     /// The run's deadline passed: it is recorded failed, its steps stopped.
     case deadline(run: String)
+    /// Changes another process published for the streams of a process watching (``DurableChange``).
+    case published([DurableChange])
 
     /// As sent between processes (a notification's payload).
     package var payload: String {
@@ -24,6 +26,9 @@ package enum StoreChange: Equatable, Sendable {
         case .cancelled(let run): return "cancelled:\(run)"
         case .event(let run): return "event:\(run)"
         case .deadline(let run): return "deadline:\(run)"
+        case .published(let changes):
+            let json = (try? JSONEncoder().encode(changes)).flatMap { String(data: $0, encoding: .utf8) }
+            return "changes:" + (json ?? "[]")
         }
     }
 
@@ -45,21 +50,26 @@ package enum StoreChange: Equatable, Sendable {
             self = .event(run: String(payload.dropFirst(6)))
         } else if payload.hasPrefix("deadline:") {
             self = .deadline(run: String(payload.dropFirst(9)))
+        } else if payload.hasPrefix("changes:") {
+            guard let changes = try? JSONDecoder().decode([DurableChange].self, from: Data(payload.utf8.dropFirst(8)))
+            else { return nil }
+            self = .published(changes)
         } else {
             return nil
         }
     }
 }
 
-/// The subscribers to a store's changes. `post` calls each on a global queue, never under the lock.
+/// The subscribers to a store's changes. `post` calls each on a global queue, never under the lock, with
+/// the change and whether it was heard from another process (a notification) rather than made here.
 package final class ChangeFeed: Sendable {
     // Guards the subscribers, by token.
-    private let subscribers = Locked<(next: Int, handlers: [Int: @Sendable (StoreChange) -> Void])>((0, [:]))
+    private let subscribers = Locked<(next: Int, handlers: [Int: @Sendable (StoreChange, Bool) -> Void])>((0, [:]))
 
     package init() {}
 
     /// Calls `handler` with each change from now on, until the token is cancelled.
-    func subscribe(_ handler: @escaping @Sendable (StoreChange) -> Void) -> any Cancelable {
+    func subscribe(_ handler: @escaping @Sendable (StoreChange, _ heard: Bool) -> Void) -> any Cancelable {
         let token = subscribers.withLock { state -> Int in
             state.next += 1
             state.handlers[state.next] = handler
@@ -70,11 +80,11 @@ package final class ChangeFeed: Sendable {
         }
     }
 
-    package func post(_ change: StoreChange) {
+    package func post(_ change: StoreChange, heard: Bool = false) {
         let handlers = subscribers.withLock { Array($0.handlers.values) }
         guard !handlers.isEmpty else { return }
         DispatchQueue.global().async {
-            for handler in handlers { handler(change) }
+            for handler in handlers { handler(change, heard) }
         }
     }
 }

@@ -86,7 +86,8 @@ extension DurableStore {
                     answer in
                     if case .success(true) = answer, !runs.isEmpty {
                         for run in runs {
-                            self.storage.observers.emit(.runCreated, run: run.id, owner: self.storage.owner)
+                            self.storage.observers.emit(
+                                .runCreated, workflow: run.workflow, run: run.id, owner: self.storage.owner)
                         }
                         CommandLogging.log(
                             .info, command: "\(schedule.workflow)/\(schedule.id)",

@@ -97,7 +97,7 @@ public final class DurableStore: Sendable {
         // A cancel recorded by any process the store hears of (this one's at once; on a server's store,
         // every process's through its notifications) reaches the run running here at once; the poll
         // covers what no notification announces.
-        let token = storage.feed.subscribe { [weak self] change in self?.route(change) }
+        let token = storage.feed.subscribe { [weak self] change, heard in self?.route(change, heard: heard) }
         storage.observers.attach(self)
         subscription.withLock { $0 = token }
         cancelPoll.start { [weak self] done in
@@ -116,23 +116,26 @@ public final class DurableStore: Sendable {
         }?.cancel()
         open.withLock { $0 = false }
         cancelPoll.stop()
+        if storage.observers.finishStreams() { storage.stopWatching() }
         storage.close()
     }
 
     /// The store's one subscription to its change feed: a cancel reaches the run running here, a run's end
     /// the enqueued runs awaited, every change the workers.
-    private func route(_ change: StoreChange) {
+    private func route(_ change: StoreChange, heard: Bool) {
         switch change {
         case .cancelled(let run): state.withLock { $0.active[run] }?.cancelHere()
         case .deadline(let run): state.withLock { $0.active[run] }?.expireHere()
         case .event(let run): state.withLock { $0.active[run] }?.eventArrived()
         case .ended(let run):
-            storage.observeEnd(run)
+            storage.observeEnd(run, heard: heard)
             // A child run's end (its id is its parent's, a `/` and its step's): the parent's step looks again.
             if let slash = run.lastIndex(of: "/") {
                 state.withLock { $0.active[String(run[..<slash])] }?.eventArrived()
             }
         case .ready: break
+        case .published(let changes):
+            return storage.observers.received(changes)
         }
         awaited.changed(change)
         for worker in workers.withLock({ Array($0.values) }) { worker(change) }
@@ -459,6 +462,8 @@ public final class DurableStore: Sendable {
         let expire: @Sendable (@escaping @Sendable ([String]) -> Void) -> Void = { found in
             if deadlines { storage.expireDeadlines(completion: found) } else { found([]) }
         }
+        // Whether another process watches this store's changes, at the same pace.
+        if deadlines { storage.refreshWatched() }
         expire { [weak self] expired in
             guard let self else { return done() }
             for id in expired { state.withLock { $0.active[id] }?.expireHere() }

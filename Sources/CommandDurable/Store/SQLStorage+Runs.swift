@@ -34,7 +34,9 @@ extension SQLStorage {
                     // At the commit, before any worker can claim their steps: the observers hear of the runs
                     // first, then the workers are told.
                     let fresh = zip(runs, created).filter { if case .created = $0.1 { true } else { false } }
-                    for (run, _) in fresh { observers.emit(.runCreated, run: run.id, owner: owner) }
+                    for (run, _) in fresh {
+                        observers.emit(.runCreated, workflow: run.workflow, run: run.id, owner: owner)
+                    }
                     if !fresh.isEmpty { announce(.ready) }
                 })
         }

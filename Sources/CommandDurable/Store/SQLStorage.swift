@@ -22,6 +22,8 @@ package final class SQLStorage: @unchecked Sendable {
     package let feed = ChangeFeed()
     /// The store's observers (``DurableObserver``), told of this process's changes.
     let observers = DurableObservers()
+    /// The streams' watch across processes (``DurableStore/changes(_:)``).
+    let watch = ChangeWatch()
 
     /// Opens the store: the thread, then `open` on it (which prepares the schema and returns the
     /// connection). `owner` is this store's id in the records (host, pid, and a unique tail).
@@ -39,6 +41,7 @@ package final class SQLStorage: @unchecked Sendable {
         // seen), by the same timer as every look of the store's: a renewal waits out an outage, and the
         // next is scheduled once it committed.
         renewals = Poller(backstop: Duration(clampingSeconds: max(0.01, leaseSeconds / 3)))
+        observers.setPublisher { [weak self] in self?.publishPending() }
         let lease = leaseSeconds
         let judges = dialect.judgesOwnerProcesses
         let thread = thread
@@ -106,19 +109,23 @@ package final class SQLStorage: @unchecked Sendable {
         feed.post(change)
     }
 
-    /// Tells the observers that run `run` ended (its state read, only when someone observes).
-    func observeEnd(_ run: String) {
-        guard !observers.isEmpty else { return }
+    /// Tells the observers that run `run` ended (its state read, only when someone observes); `heard`:
+    /// announced by another process (which tells the streams of the processes watching).
+    func observeEnd(_ run: String, heard: Bool) {
+        guard heard ? observers.hasObservers : !observers.isEmpty else { return }
         let owner = owner
         thread.submit(
             write: false,
             { connection in
-                try connection.query("SELECT state FROM runs WHERE id = ?", [.text(run)]).first?[0].string
+                try connection.query("SELECT state, workflow FROM runs WHERE id = ?", [.text(run)]).first.map {
+                    ($0[0].string, $0[1].string ?? "")
+                }
             },
             completion: { [observers] result in
-                guard case .success(let state?) = result, let ended = DurableRunState(rawValue: state), ended.isEnded
+                guard case .success(let found?) = result, let state = found.0,
+                    let ended = DurableRunState(rawValue: state), ended.isEnded
                 else { return }
-                observers.emit(.runEnded, run: run, owner: owner, state: ended)
+                observers.emit(.runEnded, workflow: found.1, run: run, owner: owner, state: ended, heard: heard)
             })
     }
 

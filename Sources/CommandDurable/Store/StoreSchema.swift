@@ -17,6 +17,8 @@ import Foundation
 ///      created)
 /// queues(name PRIMARY KEY, concurrency, per_key, rate_count, rate_seconds)   (the limits recorded last)
 /// queue_starts(queue, started)                                  (a rate's window: starts not yet out of it)
+/// changes(seq growing, time, kind, change (JSON), owner)        (published while a process watches; pruned)
+/// watchers(owner PRIMARY KEY, until)                            (the processes watching, each with a lease)
 /// INDEX unfinished_runs ON runs(created) WHERE state IN ('pending', 'running')
 /// INDEX ended_runs ON runs(updated) WHERE state IN ('completed', 'failed', 'cancelled')
 /// INDEX live_steps ON steps(run_id) WHERE state IN ('pending', 'running')
@@ -28,6 +30,7 @@ import Foundation
 /// INDEX queue_starts_by_time ON queue_starts(queue, started)
 /// INDEX queued_running ON steps(queue, queue_key) WHERE state = 'running' AND queue IS NOT NULL
 /// INDEX queued_ready ON steps(queue, priority DESC, queued) WHERE state = 'pending' AND waiting = 0 AND queue IS NOT NULL
+/// INDEX changes_by_time ON changes(time)                          (the pruning's)
 /// INDEX leased_steps ON steps(lease_until) WHERE state = 'running'  (the take-over of expired leases)
 /// ```
 ///
@@ -48,11 +51,15 @@ package enum StoreSchema {
         let integer: String
         /// After the steps table's definition (SQLite: `WITHOUT ROWID`, the table is its primary key).
         let stepsSuffix: String
+        /// A key that only grows, never reused after a delete (the changes table's).
+        let serialKey: String
 
         package static let sqlite = Types(
-            text: "TEXT", blob: "BLOB", real: "REAL", integer: "INTEGER", stepsSuffix: " WITHOUT ROWID")
+            text: "TEXT", blob: "BLOB", real: "REAL", integer: "INTEGER", stepsSuffix: " WITHOUT ROWID",
+            serialKey: "INTEGER PRIMARY KEY AUTOINCREMENT")
         package static let postgres = Types(
-            text: "text", blob: "bytea", real: "double precision", integer: "integer", stepsSuffix: "")
+            text: "text", blob: "bytea", real: "double precision", integer: "integer", stepsSuffix: "",
+            serialKey: "bigserial PRIMARY KEY")
     }
 
     /// The statements that take a store from version `from` to ``version``, in order (none when it is
@@ -162,6 +169,18 @@ package enum StoreSchema {
                 CREATE INDEX queued_ready ON steps(queue, priority DESC, queued)
                     WHERE state = 'pending' AND waiting = 0 AND queue IS NOT NULL
                 """,
+            ]
+        },
+        // 5: the changes published while another process watches (SQLite's streams read them; a server's
+        // are told by notifications), and who watches.
+        { t in
+            [
+                """
+                CREATE TABLE changes(seq \(t.serialKey), time \(t.real) NOT NULL, kind \(t.text) NOT NULL,
+                    change \(t.text) NOT NULL, owner \(t.text) NOT NULL)
+                """,
+                "CREATE INDEX changes_by_time ON changes(time)",
+                "CREATE TABLE watchers(owner \(t.text) PRIMARY KEY, until \(t.real) NOT NULL)",
             ]
         },
     ]

@@ -97,7 +97,9 @@ final class PostgresListener: @unchecked Sendable {
             if fds[1].revents != 0 { break }
             do {
                 for payload in try current.notifications() {
-                    if let change = StoreChange(notification: payload, ignoring: origin) { feed.post(change) }
+                    if let change = StoreChange(notification: payload, ignoring: origin) {
+                        feed.post(change, heard: true)
+                    }
                 }
             } catch {
                 current.close()
