@@ -142,6 +142,11 @@ let package = Package(
             path: "Examples/Onboarding"
         ),
         .executableTarget(
+            name: "Inspector",
+            dependencies: ["CommandDurable"],
+            path: "Examples/Inspector"
+        ),
+        .executableTarget(
             name: "DurableCost",
             dependencies: ["CommandDurable"],
             path: "Examples/DurableCost"

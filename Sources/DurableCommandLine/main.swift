@@ -89,7 +89,9 @@ struct CommandLineArguments {
     var options: [String: [String]] = [:]
     var flags: Set<String> = []
 
-    static let valued: Set<String> = ["--state", "--workflow", "--tag", "--limit", "--ended-before", "--store"]
+    static let valued: Set<String> = [
+        "--state", "--workflow", "--tag", "--limit", "--ended-before", "--store", "--port", "--host", "--token",
+    ]
     static let switches: Set<String> = ["--json", "--help", "-h"]
 
     init(_ arguments: [String], environment: [String: String]) throws {
@@ -272,6 +274,23 @@ func run(_ arguments: CommandLineArguments) async throws -> Int32 {
         }
         let count = try await store.prune(endedBefore: Date().addingTimeInterval(-(try age(text))))
         print("pruned \(count) run(s)")
+    case "serve":
+        guard arguments.positional.isEmpty else { throw Failure.usage("durable serve takes no argument") }
+        let portText = arguments.options["--port"]?.last ?? "8080"
+        guard let port = Int(portText), (0...65_535).contains(port) else {
+            throw Failure.usage("--port \(portText) is not a port (0 to 65535)")
+        }
+        let host = arguments.options["--host"]?.last ?? "127.0.0.1"
+        let token = arguments.options["--token"]?.last ?? ProcessInfo.processInfo.environment["DURABLE_TOKEN"]
+        let server: DurableInspector.Server
+        do {
+            server = try DurableInspector(store: store, token: token).serve(host: host, port: port)
+        } catch let error as DurableError {
+            throw Failure.usage("\(error)")
+        }
+        print("serving the inspector at \(server.url)")
+        fflush(nil)
+        while true { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
     case "watch":
         guard arguments.positional.count <= 1 else { throw Failure.usage("durable watch takes at most one run id") }
         var filter = DurableRunFilter()

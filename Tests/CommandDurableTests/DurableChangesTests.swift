@@ -140,3 +140,46 @@ final class ChangeReader: Sendable {
         #expect(try JSONDecoder().decode(DurableChange.self, from: json) == change)
     }
 }
+
+/// The docs' list of pending uploads (WatchingAndSteeringRuns.md), as written there but for
+/// `@Observable` (SwiftUI's part): reloaded at each run recorded or ended.
+@MainActor final class PendingUploads {
+    private(set) var ids: [String] = []
+    private(set) var reloads = 0
+
+    func follow(_ store: DurableStore) async {
+        let changes = store.changes(.workflow(Observed.name))
+        await reload(store)
+        for await change in changes where change.kind == .runCreated || change.kind == .runEnded {
+            await reload(store)
+        }
+    }
+
+    private func reload(_ store: DurableStore) async {
+        let pending = DurableRunFilter(workflow: Observed.name, states: [.pending, .running])
+        ids = (try? await store.runs(pending).map(\.id)) ?? ids
+        reloads += 1
+    }
+}
+
+extension DurableChangesTests {
+    @Test @MainActor func aListOfPendingUploads_followsTheStore() async throws {
+        guard let fresh = try await freshStore(.sqlite, Observed.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        let list = PendingUploads()
+        let following = Task { await list.follow(store) }
+        #expect(await eventually { await list.reloads >= 1 })
+        for index in 1...3 {
+            Probe.failuresLeft.withLock { $0["pending-upload-\(index)"] = 0 }
+            _ = try await store.enqueue(Observed.self, id: "upload-\(index)", input: "pending-upload-\(index)")
+        }
+        #expect(await eventually { await list.ids == ["upload-1", "upload-2", "upload-3"] })
+        let worker = try store.work(concurrency: 2)
+        #expect(await eventually { await list.ids.isEmpty })
+        await worker.stop()
+        following.cancel()
+        await following.value
+        #expect(store.changeStreamCount == 0)
+    }
+}

@@ -181,11 +181,22 @@ import Testing
         #expect(help.status == 0 && help.out.contains("usage: durable"))
         let runsHelp = try await Self.durable(["runs", "--help"])
         #expect(runsHelp.status == 0 && runsHelp.out.contains("usage: durable runs"))
+        let serveHelp = try await Self.durable(["serve", "--help"])
+        #expect(serveHelp.status == 0 && serveHelp.out.contains("usage: durable serve"))
         let missing = try await Self.durable(["--store", "/nonexistent/work.sqlite", "runs"])
         #expect(missing.status == 3 && missing.err.contains("no store"), "\(missing.err)")
         #expect(!FileManager.default.fileExists(atPath: "/nonexistent/work.sqlite"))
         let none = try await Self.durable(["runs"], environment: ["DURABLE_STORE": ""])
         #expect(none.status == 2 && none.err.contains("DURABLE_STORE"), "\(none.err)")
+    }
+
+    @Test func serve_beyondLoopbackWithoutAToken_isRefused() async throws {
+        guard let fresh = try await freshStore(.sqlite, Observed.self) else { return }
+        defer { fresh.close() }
+        let refused = try await Self.durable(["--store", fresh.place.location, "serve", "--host", "0.0.0.0"])
+        #expect(refused.status == 2 && refused.err.contains("token"), "\(refused.err)")
+        let badPort = try await Self.durable(["--store", fresh.place.location, "serve", "--port", "70000"])
+        #expect(badPort.status == 2 && badPort.err.contains("not a port"), "\(badPort.err)")
     }
 
     @Test func aPasswordOnTheCommandLine_isRefused_andNeverPrinted() async throws {

@@ -86,11 +86,15 @@ public struct DurableRunFilter: Sendable, Equatable {
     public var after: String?
     /// Runs with every one of these tags (``DurableRunOptions/tags``).
     public var tags: Set<String>?
+    /// The runs of these ids only.
+    public var ids: Set<String>?
 
     public init(
         workflow: String? = nil, states: Set<DurableRunState>? = nil, created: Range<Date>? = nil,
-        ended: Range<Date>? = nil, limit: Int? = nil, after: String? = nil, tags: Set<String>? = nil
+        ended: Range<Date>? = nil, limit: Int? = nil, after: String? = nil, tags: Set<String>? = nil,
+        ids: Set<String>? = nil
     ) {
+        self.ids = ids
         self.workflow = workflow
         self.states = states
         self.created = created
@@ -108,6 +112,8 @@ public struct DurableRunFilter: Sendable, Equatable {
     public static func state(_ state: DurableRunState) -> DurableRunFilter { DurableRunFilter(states: [state]) }
     /// Runs of the workflow named `name`.
     public static func workflow(_ name: String) -> DurableRunFilter { DurableRunFilter(workflow: name) }
+    /// The run of id `id` (none if the store has no such run).
+    public static func run(_ id: String) -> DurableRunFilter { DurableRunFilter(ids: [id]) }
     /// Runs tagged `tag` (``DurableRunOptions/tags``).
     public static func tagged(_ tag: String) -> DurableRunFilter { DurableRunFilter(tags: [tag]) }
 }

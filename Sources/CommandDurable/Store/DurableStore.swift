@@ -351,6 +351,12 @@ public final class DurableStore: Sendable {
         try await storage.records(filter)
     }
 
+    /// How many runs are in each state (states without runs left out), of the filter's workflow and with
+    /// its tags when given (its other fields are not used).
+    public func runCounts(_ filter: DurableRunFilter = .all) async throws -> [DurableRunState: Int] {
+        try await storage.counts(workflow: filter.workflow, tags: filter.tags)
+    }
+
     /// Records a cancel of run `runID` (it is never resumed) and cancels its steps running here; another
     /// process running its steps stops them when the store tells it (at once on a server's store), at its
     /// next lease renewal at the latest. A run that had ended stays as it ended. Throws

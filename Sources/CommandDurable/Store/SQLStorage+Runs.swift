@@ -282,6 +282,10 @@ extension SQLStorage {
             conditions.append("workflow = ?")
             bindings.append(.text(workflow))
         }
+        if let ids = filter.ids {
+            conditions.append(dialect.isIn("id"))
+            bindings.append(dialect.list(ids.sorted()))
+        }
         if let states = filter.states {
             conditions.append(dialect.isIn("state"))
             bindings.append(dialect.list(states.map(\.rawValue).sorted()))
@@ -377,6 +381,36 @@ extension SQLStorage {
                 try connection.query(
                     "DELETE FROM runs WHERE state IN ('completed', 'failed', 'cancelled') AND updated < ?", [before])
                 return connection.changes
+            }
+        }
+    }
+}
+
+extension SQLStorage {
+    /// How many runs are in each state, of `workflow` and with every tag of `tags` when given.
+    func counts(workflow: String?, tags: Set<String>?) async throws -> [DurableRunState: Int] {
+        var conditions: [String] = []
+        var bindings: [SQLValue] = []
+        if let workflow {
+            conditions.append("workflow = ?")
+            bindings.append(.text(workflow))
+        }
+        for tag in (tags ?? []).sorted() {
+            conditions.append(dialect.holds("tags"))
+            bindings.append(.text(",\(tag),"))
+        }
+        let condition = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return try await wrap {
+            try await thread.perform(write: false) { connection in
+                var counts: [DurableRunState: Int] = [:]
+                for row in try connection.query(
+                    "SELECT state, COUNT(*) FROM runs \(condition) GROUP BY state", bindings)
+                {
+                    if let state = row[0].string.flatMap(DurableRunState.init(rawValue:)) {
+                        counts[state] = Int(row[1].int ?? 0)
+                    }
+                }
+                return counts
             }
         }
     }
