@@ -183,3 +183,56 @@ extension DurableChangesTests {
         #expect(store.changeStreamCount == 0)
     }
 }
+
+/// A step that reads the run's context, and a child run that reads its own.
+struct Traced: DurableWorkflow {
+    static let name = "traced"
+
+    struct Child: DurableWorkflow {
+        static let name = "traced-child"
+        static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<String> {
+            flow.step("inner") { context in Command.just(context.runContext["traceparent"] ?? "none") }
+        }
+    }
+
+    static func build(_ flow: DurableFlow, input: Int) throws -> DurableStep<String> {
+        let read = flow.step("read") { context in Command.just(context.runContext["traceparent"] ?? "none") }
+        let child = flow.child("child", Child.self, after: read) { _, _ in input }
+        return flow.step("both", after: read, child) { _, read, child in Command.just("\(read) \(child)") }
+    }
+}
+
+extension DurableChangesTests {
+    @Test(arguments: StoreKind.allCases)
+    func aRunsContext_reachesItsSteps_itsChild_andTheObservers_onAWorkerElsewhere(kind: StoreKind) async throws {
+        guard let fresh = try await freshStore(kind, Traced.self, Traced.Child.self) else { return }
+        defer { fresh.close() }
+        let store = fresh.store
+        let elsewhere = try await fresh.place.open()
+        defer { elsewhere.close() }
+        try elsewhere.register(Traced.self)
+        try elsewhere.register(Traced.Child.self)
+        let recorder = Recorder()
+        elsewhere.add(observer: recorder)
+        let worker = try elsewhere.work(concurrency: 2)
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let run = try await store.enqueue(
+            Traced.self, id: "t", input: 1, options: DurableRunOptions(context: ["traceparent": trace]))
+        #expect(try await run.value == "\(trace) \(trace)")
+        await worker.stop()
+        let records = try await store.runs()
+        #expect(records.map(\.id) == ["t", "t/child"])
+        #expect(records.allSatisfy { $0.context == ["traceparent": trace] })
+        let started = recorder.changes.withLock { $0 }.filter { $0.kind == .stepStarted }
+        // read, child (twice: recording the child, then reading its end on the worker's claim), inner, both.
+        #expect(started.count == 5 && started.allSatisfy { $0.context == ["traceparent": trace] }, "\(started)")
+        let created = recorder.changes.withLock { $0 }.filter { $0.kind == .runCreated }
+        #expect(created.map(\.run) == ["t/child"] && created.first?.context == ["traceparent": trace])
+        // Too much context is refused before anything is recorded.
+        let large = DurableRunOptions(context: ["big": String(repeating: "x", count: 5_000)])
+        await #expect(throws: DurableError.self) {
+            try await store.enqueue(Traced.self, id: "big", input: 1, options: large)
+        }
+        #expect(try await store.runs(.run("big")).isEmpty)
+    }
+}

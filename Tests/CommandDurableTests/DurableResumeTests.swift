@@ -255,7 +255,7 @@ import Testing
         // `PRAGMA user_version` is the big-endian 32-bit number at offset 60 of the header.
         header.replaceSubrange(60..<64, with: [0, 0, 0, 99])
         try header.write(to: URL(fileURLWithPath: path))
-        #expect(throws: DurableError.newerSchema(found: 99, supported: 4)) { try DurableStore(path: path) }
+        #expect(throws: DurableError.newerSchema(found: 99, supported: 5)) { try DurableStore(path: path) }
         #expect(bytes(path) == header)
     }
 

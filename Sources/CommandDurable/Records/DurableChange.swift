@@ -39,11 +39,16 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
     public let error: String?
     /// The run's end, for `runEnded`.
     public let state: DurableRunState?
+    /// What the run carries (``DurableRunOptions/context``: a trace's context), for `runCreated` and
+    /// `stepStarted` (nil otherwise, and when it carries nothing).
+    public let context: [String: String]?
 
     public init(
         kind: Kind, run: String, workflow: String, step: String? = nil, attempt: Int? = nil, owner: String,
-        time: Date, duration: Duration? = nil, error: String? = nil, state: DurableRunState? = nil
+        time: Date, duration: Duration? = nil, error: String? = nil, state: DurableRunState? = nil,
+        context: [String: String]? = nil
     ) {
+        self.context = context.flatMap { $0.isEmpty ? nil : $0 }
         self.kind = kind
         self.run = run
         self.workflow = workflow
@@ -57,7 +62,7 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
     }
 
     private enum CodingKeys: String, CodingKey {
-        case kind, run, workflow, step, attempt, owner, time, duration, error, state
+        case kind, run, workflow, step, attempt, owner, time, duration, error, state, context
     }
 
     public init(from decoder: any Decoder) throws {
@@ -71,7 +76,8 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
             time: Date(timeIntervalSince1970: values.decode(Double.self, forKey: .time)),
             duration: values.decodeIfPresent(Double.self, forKey: .duration).map { Duration(clampingSeconds: $0) },
             error: values.decodeIfPresent(String.self, forKey: .error),
-            state: values.decodeIfPresent(DurableRunState.self, forKey: .state))
+            state: values.decodeIfPresent(DurableRunState.self, forKey: .state),
+            context: values.decodeIfPresent([String: String].self, forKey: .context))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -86,6 +92,7 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
         try values.encodeIfPresent(duration?.inSeconds, forKey: .duration)
         try values.encodeIfPresent(error, forKey: .error)
         try values.encodeIfPresent(state, forKey: .state)
+        try values.encodeIfPresent(context, forKey: .context)
     }
 
     public var description: String {
@@ -204,12 +211,12 @@ final class DurableObservers: Sendable {
     func emit(
         _ kind: DurableChange.Kind, workflow: String, run: String, step: String? = nil, attempt: Int? = nil,
         owner: String, duration: Duration? = nil, error: String? = nil, state: DurableRunState? = nil,
-        heard: Bool = false
+        context: [String: String]? = nil, heard: Bool = false
     ) {
         guard !isEmpty else { return }
         let change = DurableChange(
             kind: kind, run: run, workflow: workflow, step: step, attempt: attempt, owner: owner, time: Date(),
-            duration: duration, error: error, state: state)
+            duration: duration, error: error, state: state, context: context)
         if !heard {
             let first = publishing.withLock { state -> Bool in
                 guard state.watched else { return false }

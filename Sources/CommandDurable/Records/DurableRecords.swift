@@ -61,6 +61,8 @@ public struct DurableRunRecord: Sendable, Equatable {
     public var notBefore: Date?
     /// For a child run (``DurableFlow/child(_:_:after:input:)``), its parent run's id.
     public var parent: String?
+    /// What the run carries (``DurableRunOptions/context``).
+    public var context: [String: String] = [:]
 }
 
 /// Which runs ``DurableStore/runs(_:)`` lists: every condition given holds (they combine), in the order

@@ -25,12 +25,21 @@ public struct DurableRunOptions: Sendable, Equatable {
     /// Tags to find runs by (``DurableRunFilter/tagged(_:)``) and cancel them by
     /// (``DurableStore/cancel(matching:)``). A tag is not empty and holds no comma.
     public var tags: Set<String>
+    /// Names and values carried with the run, for what follows it across processes and hosts: a trace's
+    /// context (W3C `traceparent`), a request's id. Given to its steps (``StepContext/runContext``), to its
+    /// child runs, and to observers (``DurableChange/context`` of `runCreated` and `stepStarted`). At most
+    /// 4,096 bytes as JSON.
+    public var context: [String: String]
 
-    public init(notBefore: Date? = nil, deadline: Duration? = nil, priority: Int = 0, tags: Set<String> = []) {
+    public init(
+        notBefore: Date? = nil, deadline: Duration? = nil, priority: Int = 0, tags: Set<String> = [],
+        context: [String: String] = [:]
+    ) {
         self.notBefore = notBefore
         self.deadline = deadline
         self.priority = priority
         self.tags = tags
+        self.context = context
     }
 
     /// A run as it has always been started: at once, no deadline, priority 0, no tags.
@@ -41,10 +50,27 @@ public struct DurableRunOptions: Sendable, Equatable {
         if let tag = tags.first(where: { $0.isEmpty || $0.contains(",") || $0.contains("\0") }) {
             return "the tag \(String(reflecting: tag)) is empty or holds a comma or a NUL: give tags without them"
         }
+        if let recorded = recordedContext, recorded.utf8.count > 4_096 {
+            return "the context takes \(recorded.utf8.count) bytes as JSON, more than 4,096: carry less"
+        }
         if let deadline, deadline <= .zero {
             return "the deadline \(deadline) is not after the start: give a positive one"
         }
         return nil
+    }
+
+    /// The context as recorded: JSON, or nil when empty.
+    var recordedContext: String? {
+        guard !context.isEmpty else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(context)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// A recorded context read back.
+    static func context(recorded: String?) -> [String: String] {
+        guard let recorded else { return [:] }
+        return (try? JSONDecoder().decode([String: String].self, from: Data(recorded.utf8))) ?? [:]
     }
 
     /// The tags as recorded: `,a,b,` (sorted), or empty.

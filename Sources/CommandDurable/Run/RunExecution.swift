@@ -33,12 +33,15 @@ final class RunExecution: Sendable {
     /// A run started here: runs its child run (recorded by one of its steps) here too, unless it runs here
     /// already.
     let launchChild: (@Sendable (String) -> Void)?
+    /// What the run carries (``DurableRunOptions/context``).
+    let context: [String: String]
 
     init(
-        storage: SQLStorage, runID: String, workflow: String, plan: RunPlan, worker: WorkerHooks? = nil,
-        launchChild: (@Sendable (String) -> Void)? = nil
+        storage: SQLStorage, runID: String, workflow: String, plan: RunPlan, context: [String: String],
+        worker: WorkerHooks? = nil, launchChild: (@Sendable (String) -> Void)? = nil
     ) {
         self.storage = storage
+        self.context = context
         self.worker = worker
         self.launchChild = launchChild
         self.runID = runID
@@ -108,7 +111,8 @@ final class RunExecution: Sendable {
 
     func context(step: String, attempt: Int) -> StepContext {
         StepContext(
-            runID: runID, stepID: step, attempt: attempt, idempotencyKey: "\(workflow)/\(runID)/\(step)")
+            runID: runID, stepID: step, attempt: attempt, idempotencyKey: "\(workflow)/\(runID)/\(step)",
+            runContext: context)
     }
 
     func log(_ level: CommandLogLevel, _ step: String, _ message: @autoclosure () -> String) {

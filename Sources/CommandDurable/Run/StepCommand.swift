@@ -150,7 +150,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
         execution.storage.observers.emit(
             kind, workflow: execution.workflow, run: execution.runID, step: definition.id, attempt: attempt,
             owner: execution.storage.owner,
-            duration: ran ? Duration(clampingSeconds: Date().timeIntervalSince(began)) : nil, error: error)
+            duration: ran ? Duration(clampingSeconds: Date().timeIntervalSince(began)) : nil, error: error,
+            context: kind == .stepStarted ? execution.context : nil)
     }
 
     private func runAttempt(_ result: CommandResult<Void>, attempt: Int, failures: Int) {
@@ -234,7 +235,8 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             case .success(.waiting(let created)):
                 if created {
                     execution.storage.observers.emit(
-                        .runCreated, workflow: run.workflow, run: childID, owner: execution.storage.owner)
+                        .runCreated, workflow: run.workflow, run: childID, owner: execution.storage.owner,
+                        context: run.options.context)
                 }
                 if execution.worker != nil { return result.succeed() }
                 execution.launchChild?(childID)

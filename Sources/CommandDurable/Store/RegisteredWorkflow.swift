@@ -57,7 +57,8 @@ struct RegisteredWorkflow: Sendable {
             return try DurableStore.plan(W.self, input: input)
         }
         launch = { stored, plan, store in
-            _ = store.launch(DurableRun<W.Output>.self, id: stored.id, workflow: W.name, plan: plan)
+            _ = store.launch(
+                DurableRun<W.Output>.self, id: stored.id, workflow: W.name, plan: plan, context: stored.context)
         }
     }
 

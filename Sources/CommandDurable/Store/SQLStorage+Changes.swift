@@ -192,6 +192,6 @@ extension SQLStorage {
         return DurableChange(
             kind: change.kind, run: change.run, workflow: change.workflow, step: change.step, attempt: change.attempt,
             owner: change.owner, time: change.time, duration: change.duration,
-            error: String(error.prefix(ChangeWatch.errorLimit)) + "…", state: change.state)
+            error: String(error.prefix(ChangeWatch.errorLimit)) + "…", state: change.state, context: change.context)
     }
 }

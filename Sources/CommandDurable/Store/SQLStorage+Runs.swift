@@ -35,7 +35,9 @@ extension SQLStorage {
                     // first, then the workers are told.
                     let fresh = zip(runs, created).filter { if case .created = $0.1 { true } else { false } }
                     for (run, _) in fresh {
-                        observers.emit(.runCreated, workflow: run.workflow, run: run.id, owner: owner)
+                        observers.emit(
+                            .runCreated, workflow: run.workflow, run: run.id, owner: owner, context: run.options.context
+                        )
                     }
                     if !fresh.isEmpty { announce(.ready) }
                 })
@@ -50,9 +52,9 @@ extension SQLStorage {
         try insert(
             """
             runs(id, workflow, input, state, created, updated, final_step, not_before, deadline, priority, tags, parent,
-                parent_step)
+                parent_step, context)
             """,
-            "(?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "(?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             fresh.map { run in
                 let options = run.options
                 return [
@@ -61,6 +63,7 @@ extension SQLStorage {
                     options.deadline.map { .real(now + $0.inSeconds) } ?? .null,
                     .integer(Int64(options.priority)), .text(options.recordedTags),
                     run.parent.map { .text($0.run) } ?? .null, run.parent.map { .text($0.step) } ?? .null,
+                    options.recordedContext.map { .text($0) } ?? .null,
                 ]
             }, connection)
         // A run not to begin before a date: each of its steps waits for it as for a backoff.
@@ -126,7 +129,7 @@ extension SQLStorage {
         guard
             let row = try connection.query(
                 """
-                SELECT workflow, input, state, cancel_requested, error, error_kind, error_step, final_step
+                SELECT workflow, input, state, cancel_requested, error, error_kind, error_step, final_step, context
                 FROM runs WHERE id = ?
                 """, [.text(id)]
             ).first
@@ -139,7 +142,8 @@ extension SQLStorage {
             state: DurableRunState(rawValue: row[2].string ?? "") ?? .running, cancelRequested: row[3].int == 1,
             failure: row[5].string.map {
                 RecordedFailure(kind: $0, step: row[6].string, message: row[4].string ?? "")
-            }, finalStep: row[7].string ?? "", steps: steps)
+            }, finalStep: row[7].string ?? "", steps: steps,
+            context: DurableRunOptions.context(recorded: row[8].string))
     }
 
     func unfinishedRuns() async throws -> [StoredRun] {
@@ -317,7 +321,7 @@ extension SQLStorage {
         if let count = filter.limit { bindings.append(.integer(Int64(max(0, count)))) }
         let query = """
             SELECT id, workflow, state, created, updated, error, input, final_step, tags, priority, deadline,
-                not_before, parent
+                not_before, parent, context
             FROM runs \(condition)
             ORDER BY created, id\(limit)
             """
@@ -363,6 +367,7 @@ extension SQLStorage {
                     record.deadline = row[10].double.map(Date.init(timeIntervalSince1970:))
                     record.notBefore = row[11].double.map(Date.init(timeIntervalSince1970:))
                     record.parent = row[12].string
+                    record.context = DurableRunOptions.context(recorded: row[13].string)
                     return record
                 }
             }

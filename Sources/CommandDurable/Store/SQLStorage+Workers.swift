@@ -7,7 +7,8 @@ extension SQLStorage {
     /// The columns a claim returns (`ClaimedStep`), the run's input among them.
     static let claimedColumns = """
         run_id, step_id, position, attempt, failures, workflow, after,
-            (SELECT input FROM runs WHERE runs.id = steps.run_id)
+            (SELECT input FROM runs WHERE runs.id = steps.run_id),
+            (SELECT context FROM runs WHERE runs.id = steps.run_id)
         """
 
     /// What a claim sets on the rows it takes (bindings: owner, lease end, now, token).

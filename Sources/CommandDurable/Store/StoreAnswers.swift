@@ -64,6 +64,8 @@ struct ClaimedStep: Sendable {
     let tookOver: Bool
     /// The run's recorded input.
     let input: Data
+    /// The run's context (``DurableRunOptions/context``).
+    let context: [String: String]
     /// The recorded values of the steps it comes after, by position (nil for a step without one).
     let values: [Int: Data?]
 
@@ -76,6 +78,7 @@ struct ClaimedStep: Sendable {
         workflow = row[5].string ?? ""
         self.tookOver = tookOver
         input = row[7].data ?? Data()
+        context = DurableRunOptions.context(recorded: row[8].string)
         self.values = values
     }
 }
@@ -96,6 +99,8 @@ struct StoredRun: Sendable {
     let finalStep: String
     /// Recorded step ids, in order.
     let steps: [String]
+    /// The run's context (``DurableRunOptions/context``).
+    var context: [String: String] = [:]
 }
 
 /// Why a run failed, as recorded: enough to throw the same `DurableError` again after a resume.

@@ -8,7 +8,7 @@ import Foundation
 ///
 /// ```text
 /// runs(id PRIMARY KEY, workflow, input, state, cancel_requested, created, updated, error, error_kind,
-///      error_step, final_step, not_before, deadline, priority, tags, parent, parent_step)
+///      error_step, final_step, not_before, deadline, priority, tags, parent, parent_step, context)
 /// steps(run_id, step_id, position, state, attempt, failures, owner, lease_until, value, error, error_type,
 ///       next_attempt_at, started, ended, after, waiting, workflow, queued, claim, due, event, priority,
 ///       queue, queue_key, PRIMARY KEY (run_id, step_id))
@@ -172,7 +172,7 @@ package enum StoreSchema {
             ]
         },
         // 5: the changes published while another process watches (SQLite's streams read them; a server's
-        // are told by notifications), and who watches.
+        // are told by notifications), who watches, and the context a run carries (a trace's).
         { t in
             [
                 """
@@ -181,6 +181,7 @@ package enum StoreSchema {
                 """,
                 "CREATE INDEX changes_by_time ON changes(time)",
                 "CREATE TABLE watchers(owner \(t.text) PRIMARY KEY, until \(t.real) NOT NULL)",
+                "ALTER TABLE runs ADD COLUMN context \(t.text)",
             ]
         },
     ]

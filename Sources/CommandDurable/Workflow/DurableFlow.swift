@@ -14,6 +14,8 @@ public struct StepContext: Sendable {
     public let attempt: Int
     /// `"<workflow>/<run id>/<step id>"`: the same on every attempt of this step of this run.
     public let idempotencyKey: String
+    /// What the run carries (``DurableRunOptions/context``): a trace's context, a request's id.
+    public var runContext: [String: String] = [:]
 }
 
 /// When a failed step is tried again.
@@ -262,7 +264,8 @@ public final class DurableFlow: @unchecked Sendable {
             let plan = try DurableStore.plan(W.self, input: made)
             return NewRun(
                 id: childID, workflow: W.name, input: try JSONEncoder().encode(made), plan: plan,
-                parent: (context.runID, context.stepID))
+                // The child carries its parent's context (the same trace).
+                options: DurableRunOptions(context: context.runContext), parent: (context.runID, context.stepID))
         }
         return add(id, after: after, kind: .child(child), codec: .json(W.Output.self))
     }
