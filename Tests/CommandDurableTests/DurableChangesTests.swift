@@ -226,6 +226,9 @@ extension DurableChangesTests {
         let started = recorder.changes.withLock { $0 }.filter { $0.kind == .stepStarted }
         // read, child (twice: recording the child, then reading its end on the worker's claim), inner, both.
         #expect(started.count == 5 && started.allSatisfy { $0.context == ["traceparent": trace] }, "\(started)")
+        // How long the entry steps waited from their run's record; the others say nothing.
+        #expect(started.filter { $0.step == "read" || $0.step == "inner" }.allSatisfy { $0.queued != nil })
+        #expect(started.filter { $0.step == "both" || $0.step == "child" }.allSatisfy { $0.queued == nil })
         let created = recorder.changes.withLock { $0 }.filter { $0.kind == .runCreated }
         #expect(created.map(\.run) == ["t/child"] && created.first?.context == ["traceparent": trace])
         // Too much context is refused before anything is recorded.

@@ -35,6 +35,9 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
     public let time: Date
     /// How long the attempt ran, for `stepCompleted`, `stepFailed` and `stepRetrying`.
     public let duration: Duration?
+    /// How long the step waited to begin, for the first `stepStarted` of a run's entry steps (those after
+    /// no other): from the run's record to this start (a worker's backlog, a delayed start). Nil otherwise.
+    public let queued: Duration?
     /// The error, for `stepFailed` and `stepRetrying`.
     public let error: String?
     /// The run's end, for `runEnded`.
@@ -46,9 +49,10 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
     public init(
         kind: Kind, run: String, workflow: String, step: String? = nil, attempt: Int? = nil, owner: String,
         time: Date, duration: Duration? = nil, error: String? = nil, state: DurableRunState? = nil,
-        context: [String: String]? = nil
+        context: [String: String]? = nil, queued: Duration? = nil
     ) {
         self.context = context.flatMap { $0.isEmpty ? nil : $0 }
+        self.queued = queued
         self.kind = kind
         self.run = run
         self.workflow = workflow
@@ -62,7 +66,7 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
     }
 
     private enum CodingKeys: String, CodingKey {
-        case kind, run, workflow, step, attempt, owner, time, duration, error, state, context
+        case kind, run, workflow, step, attempt, owner, time, duration, error, state, context, queued
     }
 
     public init(from decoder: any Decoder) throws {
@@ -77,7 +81,8 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
             duration: values.decodeIfPresent(Double.self, forKey: .duration).map { Duration(clampingSeconds: $0) },
             error: values.decodeIfPresent(String.self, forKey: .error),
             state: values.decodeIfPresent(DurableRunState.self, forKey: .state),
-            context: values.decodeIfPresent([String: String].self, forKey: .context))
+            context: values.decodeIfPresent([String: String].self, forKey: .context),
+            queued: values.decodeIfPresent(Double.self, forKey: .queued).map { Duration(clampingSeconds: $0) })
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -93,6 +98,7 @@ public struct DurableChange: Sendable, Equatable, Codable, CustomStringConvertib
         try values.encodeIfPresent(error, forKey: .error)
         try values.encodeIfPresent(state, forKey: .state)
         try values.encodeIfPresent(context, forKey: .context)
+        try values.encodeIfPresent(queued?.inSeconds, forKey: .queued)
     }
 
     public var description: String {
@@ -211,12 +217,12 @@ final class DurableObservers: Sendable {
     func emit(
         _ kind: DurableChange.Kind, workflow: String, run: String, step: String? = nil, attempt: Int? = nil,
         owner: String, duration: Duration? = nil, error: String? = nil, state: DurableRunState? = nil,
-        context: [String: String]? = nil, heard: Bool = false
+        context: [String: String]? = nil, queued: Duration? = nil, heard: Bool = false
     ) {
         guard !isEmpty else { return }
         let change = DurableChange(
             kind: kind, run: run, workflow: workflow, step: step, attempt: attempt, owner: owner, time: Date(),
-            duration: duration, error: error, state: state, context: context)
+            duration: duration, error: error, state: state, context: context, queued: queued)
         if !heard {
             let first = publishing.withLock { state -> Bool in
                 guard state.watched else { return false }

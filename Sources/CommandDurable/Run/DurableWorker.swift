@@ -221,7 +221,7 @@ public final class DurableWorker: Sendable {
         let definition = steps[claimed.position]
         let execution = RunExecution(
             storage: store.storage, runID: claimed.run, workflow: claimed.workflow, plan: plan,
-            context: claimed.context,
+            context: claimed.context, created: claimed.created,
             worker: RunExecution.WorkerHooks(
                 hand: { [weak self] in self?.handRoom ?? 0 },
                 handed: { [weak self] steps in

@@ -35,13 +35,19 @@ final class RunExecution: Sendable {
     let launchChild: (@Sendable (String) -> Void)?
     /// What the run carries (``DurableRunOptions/context``).
     let context: [String: String]
+    /// When the run was recorded (what an entry step's first attempt waited from: ``DurableChange/queued``).
+    let created: Date
+    /// For each step, whether it comes after none.
+    let entries: [Bool]
 
     init(
         storage: SQLStorage, runID: String, workflow: String, plan: RunPlan, context: [String: String],
-        worker: WorkerHooks? = nil, launchChild: (@Sendable (String) -> Void)? = nil
+        created: Date, worker: WorkerHooks? = nil, launchChild: (@Sendable (String) -> Void)? = nil
     ) {
         self.storage = storage
         self.context = context
+        self.created = created
+        entries = plan.steps.map(\.after.isEmpty)
         self.worker = worker
         self.launchChild = launchChild
         self.runID = runID

@@ -151,7 +151,9 @@ final class StepCommand: Command<Void>, @unchecked Sendable {
             kind, workflow: execution.workflow, run: execution.runID, step: definition.id, attempt: attempt,
             owner: execution.storage.owner,
             duration: ran ? Duration(clampingSeconds: Date().timeIntervalSince(began)) : nil, error: error,
-            context: kind == .stepStarted ? execution.context : nil)
+            context: kind == .stepStarted ? execution.context : nil,
+            queued: kind == .stepStarted && attempt == 1 && execution.entries[definition.index]
+                ? Duration(clampingSeconds: max(0, Date().timeIntervalSince(execution.created))) : nil)
     }
 
     private func runAttempt(_ result: CommandResult<Void>, attempt: Int, failures: Int) {

@@ -82,6 +82,8 @@ extension DurableStore {
         try await storage.retry(run: runID)
         guard let again = try await storage.loadRun(runID) else { throw DurableError.unknownRun(runID) }
         let plan = try await registered.resumable(again, storage: storage)
-        return launch(DurableRun<W.Output>.self, id: runID, workflow: W.name, plan: plan, context: again.context)
+        return launch(
+            DurableRun<W.Output>.self, id: runID, workflow: W.name, plan: plan, context: again.context,
+            created: again.created)
     }
 }

@@ -296,7 +296,8 @@ public final class DurableStore: Sendable {
             given[entry.id] =
                 runHere
                 ? launch(
-                    DurableRun<W.Output>.self, id: entry.id, workflow: W.name, plan: plan, context: options.context)
+                    DurableRun<W.Output>.self, id: entry.id, workflow: W.name, plan: plan, context: options.context,
+                    created: Date())
                 // Watched only once someone asks for its end (`value`, `execute`, a dependency).
                 : DurableRun<W.Output>(
                     id: entry.id, workflow: W.name, store: self,
@@ -412,10 +413,11 @@ public final class DurableStore: Sendable {
 
     /// Makes, tracks and executes a live run.
     func launch<Output: Sendable>(
-        _: DurableRun<Output>.Type, id: String, workflow: String, plan: RunPlan, context: [String: String]
+        _: DurableRun<Output>.Type, id: String, workflow: String, plan: RunPlan, context: [String: String],
+        created: Date
     ) -> DurableRun<Output> {
         let execution = RunExecution(
-            storage: storage, runID: id, workflow: workflow, plan: plan, context: context,
+            storage: storage, runID: id, workflow: workflow, plan: plan, context: context, created: created,
             launchChild: { [weak self] child in self?.launchChild(child) })
         let run = DurableRun<Output>(
             id: id, workflow: workflow, store: self,

@@ -58,7 +58,8 @@ struct RegisteredWorkflow: Sendable {
         }
         launch = { stored, plan, store in
             _ = store.launch(
-                DurableRun<W.Output>.self, id: stored.id, workflow: W.name, plan: plan, context: stored.context)
+                DurableRun<W.Output>.self, id: stored.id, workflow: W.name, plan: plan, context: stored.context,
+                created: stored.created)
         }
     }
 

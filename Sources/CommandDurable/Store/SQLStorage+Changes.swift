@@ -192,6 +192,7 @@ extension SQLStorage {
         return DurableChange(
             kind: change.kind, run: change.run, workflow: change.workflow, step: change.step, attempt: change.attempt,
             owner: change.owner, time: change.time, duration: change.duration,
-            error: String(error.prefix(ChangeWatch.errorLimit)) + "…", state: change.state, context: change.context)
+            error: String(error.prefix(ChangeWatch.errorLimit)) + "…", state: change.state, context: change.context,
+            queued: change.queued)
     }
 }

@@ -129,7 +129,8 @@ extension SQLStorage {
         guard
             let row = try connection.query(
                 """
-                SELECT workflow, input, state, cancel_requested, error, error_kind, error_step, final_step, context
+                SELECT workflow, input, state, cancel_requested, error, error_kind, error_step, final_step, context,
+                    created
                 FROM runs WHERE id = ?
                 """, [.text(id)]
             ).first
@@ -143,7 +144,8 @@ extension SQLStorage {
             failure: row[5].string.map {
                 RecordedFailure(kind: $0, step: row[6].string, message: row[4].string ?? "")
             }, finalStep: row[7].string ?? "", steps: steps,
-            context: DurableRunOptions.context(recorded: row[8].string))
+            context: DurableRunOptions.context(recorded: row[8].string),
+            created: Date(timeIntervalSince1970: row[9].double ?? 0))
     }
 
     func unfinishedRuns() async throws -> [StoredRun] {

@@ -8,7 +8,7 @@ extension SQLStorage {
     static let claimedColumns = """
         run_id, step_id, position, attempt, failures, workflow, after,
             (SELECT input FROM runs WHERE runs.id = steps.run_id),
-            (SELECT context FROM runs WHERE runs.id = steps.run_id)
+            (SELECT context FROM runs WHERE runs.id = steps.run_id), queued
         """
 
     /// What a claim sets on the rows it takes (bindings: owner, lease end, now, token).

@@ -66,6 +66,8 @@ struct ClaimedStep: Sendable {
     let input: Data
     /// The run's context (``DurableRunOptions/context``).
     let context: [String: String]
+    /// When the run was recorded.
+    let created: Date
     /// The recorded values of the steps it comes after, by position (nil for a step without one).
     let values: [Int: Data?]
 
@@ -79,6 +81,7 @@ struct ClaimedStep: Sendable {
         self.tookOver = tookOver
         input = row[7].data ?? Data()
         context = DurableRunOptions.context(recorded: row[8].string)
+        created = Date(timeIntervalSince1970: row[9].double ?? 0)
         self.values = values
     }
 }
@@ -101,6 +104,8 @@ struct StoredRun: Sendable {
     let steps: [String]
     /// The run's context (``DurableRunOptions/context``).
     var context: [String: String] = [:]
+    /// When the run was recorded.
+    var created = Date()
 }
 
 /// Why a run failed, as recorded: enough to throw the same `DurableError` again after a resume.
