@@ -233,7 +233,7 @@ func run(_ arguments: CommandLineArguments) async throws -> Int32 {
         }
     case "show":
         let id = try one(arguments, "run id")
-        guard let run = try await store.runs(DurableRunFilter()).first(where: { $0.id == id }) else {
+        guard let run = try await store.runs(.run(id)).first else {
             throw Failure(status: Status.notFound, message: "no run '\(id)' in the store")
         }
         if arguments.flags.contains("--json") {
@@ -344,7 +344,7 @@ func watch(_ store: DurableStore, run: String?, filter: DurableRunFilter, asJSON
     }
     var seen: [String: String] = [:]
     for await _ in wakes {
-        guard let record = try await store.runs().first(where: { $0.id == run }) else {
+        guard let record = try await store.runs(.run(run)).first else {
             throw Failure(status: Status.notFound, message: "no run '\(run)' in the store")
         }
         var lines: [(String, String)] = [(record.id, record.state.rawValue)]

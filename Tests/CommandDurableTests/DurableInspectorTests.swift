@@ -146,7 +146,8 @@ struct Marked: DurableWorkflow {
         }
         _ = try? await store.start(Marked.self, id: "other", input: "o").value
         _ = try? await store.start(Marked.self, id: "m", input: "m").value
-        let lines = await collected.value
+        // Events, and a comment every 15 s while nothing changes (a loaded machine may see one).
+        let lines = await collected.value.filter { $0 != ": ping\n\n" }
         #expect(lines.allSatisfy { $0.hasPrefix("data: {") && $0.hasSuffix("}\n\n") && $0.contains("\"run\":\"m\"") })
         #expect(lines.count == 6, "\(lines)")  // created, a started and completed, b started and failed, ended
     }
