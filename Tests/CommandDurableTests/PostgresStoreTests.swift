@@ -44,13 +44,15 @@ import Testing
     }
 
     static func worker(
-        _ url: String, log: String, seed: UInt64, lease: Int, stepMilliseconds: Int, stopAt: String? = nil
+        _ url: String, log: String, seed: UInt64, lease: Int, stepMilliseconds: Int, stopAt: String? = nil,
+        logEntries: Bool = false
     ) throws -> DurableKillTests.Child {
-        try DurableKillTests.Child(
+        var environment = ["DURABLE_WORKER_MODE": "work"]
+        if let stopAt { environment["DURABLE_STOP_AT"] = stopAt }
+        if logEntries { environment["DURABLE_LOG_ENTRIES"] = "1" }
+        return try DurableKillTests.Child(
             store: url, log: log, seed: seed, leaseMilliseconds: lease, stepMilliseconds: stepMilliseconds,
-            environment: ["DURABLE_WORKER_MODE": "work"].merging(stopAt.map { ["DURABLE_STOP_AT": $0] } ?? [:]) {
-                $1
-            })
+            environment: environment)
     }
 
     /// Leases are judged by the database's clock: a process whose host clock is an hour behind claims a
@@ -299,14 +301,15 @@ import Testing
         defer { web.close() }
         try web.register(FanFourShape.self)
         // It stops itself (`SIGSTOP`) as it starts the step, holding its claim.
-        let stalled = try Self.worker(url, log: log, seed: 1, lease: 500, stepMilliseconds: 400, stopAt: "first")
+        let stalled = try Self.worker(
+            url, log: log, seed: 1, lease: 500, stepMilliseconds: 400, stopAt: "first", logEntries: true)
         let stalledPid = stalled.process.processIdentifier
         let run = try await web.enqueue(FanFourShape.self, id: "stall", input: 1)
         #expect(
             await DurableKillTests.logShows(log) { _ in
                 Self.lines(log).contains { $0.pid == stalledPid && $0.step == "stall/first" && $0.what == "start" }
             })
-        let other = try Self.worker(url, log: log, seed: 2, lease: 500, stepMilliseconds: 10)
+        let other = try Self.worker(url, log: log, seed: 2, lease: 500, stepMilliseconds: 10, logEntries: true)
         #expect(try await run.value == 10)
         _ = kill(stalledPid, SIGCONT)
         // The stalled worker's step ends (late), then its completion is refused: drained, it exits.
@@ -318,6 +321,13 @@ import Testing
         let step = try #require(try await web.runs().first?.steps.first { $0.id == "first" })
         #expect(step.state == .completed && step.attempts == 2)
         #expect(Self.pid(ofOwner: step.owner) == other.process.processIdentifier)
+        // CommandLogging's durable entries, as each process logged them.
+        #expect(
+            other.printed.contains("log [notice] fan-four/stall/first: taken over"), "\(other.printed)")
+        #expect(
+            stalled.printed.contains(
+                "log [warning] fan-four/stall/first: completion refused: the step is no longer this process's"),
+            "\(stalled.printed)")
     }
 
     /// The server restarted under a worker (every connection cut): the worker and this process open their

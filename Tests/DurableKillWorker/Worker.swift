@@ -215,3 +215,11 @@ struct WorkerNapParent: DurableWorkflow {
         return flow.step("done", after: kid) { _, kid in Command<Int>.just(kid + 1) }
     }
 }
+
+/// Prints each entry of the library's log (`DURABLE_LOG_ENTRIES=1`).
+struct PrintedLog: CommandLogger {
+    func log(_ entry: CommandLogEntry) {
+        print("log \(entry)")
+        fflush(nil)
+    }
+}

@@ -14,6 +14,13 @@ guard Worker.arguments.count >= 3 else {
     exit(2)
 }
 
+// DURABLE_LOG_ENTRIES=1: the library's log (CommandLogging, info and above: runs resumed, steps taken over,
+// retrying, completions refused) printed, a line each: "log [<level>] <command>: <message>".
+if ProcessInfo.processInfo.environment["DURABLE_LOG_ENTRIES"] == "1" {
+    CommandLogging.logger = PrintedLog()
+    CommandLogging.minimumLevel = .info
+}
+
 // The heartbeat (DURABLE_WORKER_MODE=heartbeat): opens the store, creates "<log>.ready", and once
 // "<log>.halted" exists (the test stopped the server) starts 1,000 `await store.start` from tasks and a
 // heartbeat task that ticks every 10 ms on the same concurrency pool; prints "ticks <in the first 2 s of the
