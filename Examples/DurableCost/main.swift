@@ -5,6 +5,8 @@
 //   a thread of its own writing each step as two transactions (insert its row, update it with its value);
 // - 10,000 independent steps (default), per step, and the commits they took (group commit);
 // - the cost a durable step adds to the same command run plainly (a chain of the same commands);
+// - the chain again while another store (another process's, in production) watches the changes
+//   (`store.changes()`): what publishing them costs, and the changes the watcher read;
 // - opening a store holding 100,000 ended runs and resuming nothing.
 // Stores are written to a temporary folder and removed. The main thread waits with semaphores: it is
 // this tool's own thread.
@@ -63,6 +65,36 @@ func durableChain(_ durability: DurableDurability) async throws -> Double {
     return Date().timeIntervalSince(start) / Double(chainLength)
 }
 
+/// The chain while a second store on the same file reads `changes()`: per step, and the changes read.
+func watchedChain(_ durability: DurableDurability) async throws -> (Double, Int) {
+    let path = freshPath()
+    let store = try DurableStore(path: path, durability: durability)
+    defer { store.close() }
+    try store.register(Chain.self)
+    let watcher = try DurableStore(path: path, durability: durability)
+    defer { watcher.close() }
+    let changes = watcher.changes()
+    let read = Locked(0)
+    let reading = Task {
+        for await change in changes {
+            read.withLock { $0 += 1 }
+            if change.kind == .runEnded && change.run == "chain" { break }
+        }
+    }
+    // The store publishes once its look (once a second) found the watcher: short runs until one is read.
+    var probe = 0
+    while read.withLock({ $0 }) == 0 {
+        probe += 1
+        await wait(try await store.start(Chain.self, id: "probe-\(probe)", input: 2))
+    }
+    read.withLock { $0 = 0 }
+    let start = Date()
+    await wait(try await store.start(Chain.self, id: "chain", input: chainLength))
+    let elapsed = Date().timeIntervalSince(start) / Double(chainLength)
+    await reading.value
+    return (elapsed, read.withLock { $0 })
+}
+
 func plainChain() async -> Double {
     let start = Date()
     var previous = work(0)
@@ -116,6 +148,15 @@ for durability in [DurableDurability.full, .normal] {
     )
     print(
         "\(name): \(independentCount) independent steps \(us(median(wide))) per step (\(String(format: "%.2fx", median(wide) / median(chain))) the chain's); \(Int(median(commits))) commits for \(independentCount + 1) steps (\(String(format: "%.0f", Double(independentCount + 1) / median(commits))) steps a commit)"
+    )
+    var watched: [Double] = [], delivered: [Double] = []
+    for _ in 0..<3 {
+        let (perStep, read) = try await watchedChain(durability)
+        watched.append(perStep)
+        delivered.append(Double(read))
+    }
+    print(
+        "\(name): the chain while another store watches its changes \(us(median(watched))) per step (\(String(format: "%.2fx", median(watched) / median(chain))) unwatched); \(Int(median(delivered))) changes read by the watcher for \(chainLength) steps"
     )
     if durability == .normal || durability == .full {
         var plain: [Double] = []
