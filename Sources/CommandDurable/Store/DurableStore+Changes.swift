@@ -16,7 +16,7 @@ extension DurableStore {
     /// 3 s, removed when its last stream ends), and every store looks for watchers once a second; until it
     /// has looked, its changes are not published (so a stream sees another process's changes from at most
     /// about 1 s after it began). While one watches, each process publishes its changes after its commits,
-    /// in batches: through `NOTIFY` on PostgreSQL, on SQLite as rows of a small table (kept 10 minutes)
+    /// in batches (those of 5 ms together): through `NOTIFY` on PostgreSQL, on SQLite as rows of a small table (kept 10 minutes)
     /// that each watching process reads when `PRAGMA data_version` says another connection wrote (one
     /// look per store at its backstop pace, 50 ms, not one per stream). A store nobody watches publishes
     /// nothing: its steps pay nothing for this. Published errors are cut to 1,000 characters.

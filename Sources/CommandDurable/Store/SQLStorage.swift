@@ -1,4 +1,5 @@
 import CommandCore
+import Dispatch
 import Foundation
 
 /// The store, on SQL: the same statements on SQLite (an embedded file)
@@ -41,7 +42,12 @@ package final class SQLStorage: @unchecked Sendable {
         // seen), by the same timer as every look of the store's: a renewal waits out an outage, and the
         // next is scheduled once it committed.
         renewals = Poller(backstop: Duration(clampingSeconds: max(0.01, leaseSeconds / 3)))
-        observers.setPublisher { [weak self] in self?.publishPending() }
+        // The changes of the next 5 ms published together: one transaction (or notification) for all of them.
+        observers.setPublisher { [weak self] in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { [weak self] in
+                self?.publishPending()
+            }
+        }
         let lease = leaseSeconds
         let judges = dialect.judgesOwnerProcesses
         let thread = thread
