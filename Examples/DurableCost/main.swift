@@ -123,6 +123,11 @@ func independent(_ durability: DurableDurability) async throws -> (Double, Int) 
 
 func us(_ seconds: Double) -> String { String(format: "%.1f us", seconds * 1e6) }
 
+// DURABLE_COST_PROFILE=1: one `.normal` chain and nothing else (for a profiler: callgrind, perf).
+if ProcessInfo.processInfo.environment["DURABLE_COST_PROFILE"] != nil {
+    print("one .normal chain of \(chainLength): \(us(try await durableChain(.normal))) per step")
+    exit(0)
+}
 print("durable steps, median of 3; chain \(chainLength), independent \(independentCount)")
 if ProcessInfo.processInfo.environment["DURABLE_COST_MEMORY"] != nil {
     let store = try DurableStore.inMemory()
