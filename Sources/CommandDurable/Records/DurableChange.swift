@@ -127,85 +127,88 @@ final class DurableObservers: Sendable {
         weak var observer: (any DurableObserver)?
     }
 
-    // Guards the observers, by identity (held weakly: a released observer is dropped).
-    private let entries = Locked<[ObjectIdentifier: Entry]>([:])
-    // Guards the change streams of this process, by token.
-    private let streams = Locked<(next: Int, sinks: [Int: Sink])>((0, [:]))
-
     /// A stream's ends: each change, and the store's close.
     struct Sink: Sendable {
         let yield: @Sendable (DurableChange) -> Void
         let finish: @Sendable () -> Void
     }
-    // Guards whether another process watches this store (this one's changes are then published), and
-    // the changes waiting for the store's thread to publish them.
-    private let publishing = Locked<(watched: Bool, pending: [DurableChange])>((false, []))
-    // Guards what publishes a batch (set by the storage: a write on its thread).
-    private let publisher = Locked<(@Sendable () -> Void)?>(nil)
-    private let queue = DispatchQueue(label: "AwesomeCommand.DurableObservers")
-    // Guards the store the observers are told of (set once it exists; weak: the store owns this).
-    private let store = Locked<WeakStore>(WeakStore())
 
-    private struct WeakStore {
+    private struct State {
+        /// The observers, by identity (held weakly: a released observer is dropped).
+        var entries: [ObjectIdentifier: Entry] = [:]
+        /// The change streams of this process, by token.
+        var sinks: [Int: Sink] = [:]
+        var nextToken = 0
+        /// Whether another process watches this store (this one's changes are then published).
+        var watched = false
+        /// The changes waiting for the store's thread to publish them.
+        var pending: [DurableChange] = []
+        /// What publishes a batch (set by the storage: a write on its thread).
+        var publisher: (@Sendable () -> Void)?
+        /// The store the observers are told of (set once it exists; weak: the store owns this).
         weak var store: DurableStore?
+
+        var isEmpty: Bool { entries.isEmpty && sinks.isEmpty && !watched }
     }
+
+    // Guards everything above: one lock a change (its emptiness check and, while watched, its place in
+    // the batch to publish), one more on the observers' queue.
+    private let state = Locked(State())
+    private let queue = DispatchQueue(label: "AwesomeCommand.DurableObservers")
 
     /// Whether nobody here hears of changes, and no other process watches: a change is then not even made.
-    var isEmpty: Bool {
-        entries.withLock { $0.isEmpty } && streams.withLock { $0.sinks.isEmpty }
-            && !publishing.withLock { $0.watched }
-    }
+    var isEmpty: Bool { state.withLock { $0.isEmpty } }
 
-    var hasObservers: Bool { !entries.withLock { $0.isEmpty } }
+    var hasObservers: Bool { !state.withLock { $0.entries.isEmpty } }
 
-    func attach(_ store: DurableStore) { self.store.withLock { $0.store = store } }
+    func attach(_ store: DurableStore) { state.withLock { $0.store = store } }
 
     func add(_ observer: any DurableObserver) {
-        entries.withLock { $0[ObjectIdentifier(observer)] = Entry(observer: observer) }
+        state.withLock { $0.entries[ObjectIdentifier(observer)] = Entry(observer: observer) }
     }
 
     func remove(_ observer: any DurableObserver) {
-        _ = entries.withLock { $0.removeValue(forKey: ObjectIdentifier(observer)) }
+        _ = state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(observer)) }
     }
 
     /// Calls `sink` with every change from now on (on the observers' queue, in order), until the token is
     /// removed; returns the token and whether it is the first stream.
     func addStream(_ sink: Sink) -> (token: Int, first: Bool) {
-        streams.withLock { streams in
-            streams.next += 1
-            streams.sinks[streams.next] = sink
-            return (streams.next, streams.sinks.count == 1)
+        state.withLock { state in
+            state.nextToken += 1
+            state.sinks[state.nextToken] = sink
+            return (state.nextToken, state.sinks.count == 1)
         }
     }
 
     /// Removes a stream; true when it was the last.
     func removeStream(_ token: Int) -> Bool {
-        streams.withLock { streams in
-            guard streams.sinks.removeValue(forKey: token) != nil else { return false }
-            return streams.sinks.isEmpty
+        state.withLock { state in
+            guard state.sinks.removeValue(forKey: token) != nil else { return false }
+            return state.sinks.isEmpty
         }
     }
 
-    var streamCount: Int { streams.withLock { $0.sinks.count } }
+    var streamCount: Int { state.withLock { $0.sinks.count } }
 
     /// Ends every stream (the store closed); true when there was one.
     func finishStreams() -> Bool {
-        let sinks = streams.withLock { streams in
-            defer { streams.sinks = [:] }
-            return Array(streams.sinks.values)
+        let sinks = state.withLock { state in
+            defer { state.sinks = [:] }
+            return Array(state.sinks.values)
         }
         for sink in sinks { sink.finish() }
         return !sinks.isEmpty
     }
 
     /// Whether another process watches (read once a second by the store).
-    func setWatched(_ watched: Bool) { publishing.withLock { $0.watched = watched } }
+    func setWatched(_ watched: Bool) { state.withLock { $0.watched = watched } }
 
-    func setPublisher(_ publish: @escaping @Sendable () -> Void) { publisher.withLock { $0 = publish } }
+    func setPublisher(_ publish: @escaping @Sendable () -> Void) { state.withLock { $0.publisher = publish } }
 
     /// The changes waiting to be published, taken.
     func takePending() -> [DurableChange] {
-        publishing.withLock { state in
+        state.withLock { state in
             defer { state.pending = [] }
             return state.pending
         }
@@ -216,42 +219,39 @@ final class DurableObservers: Sendable {
     /// observers only: that process tells the streams.
     func emit(
         _ kind: DurableChange.Kind, workflow: String, run: String, step: String? = nil, attempt: Int? = nil,
-        owner: String, duration: Duration? = nil, error: String? = nil, state: DurableRunState? = nil,
+        owner: String, duration: Duration? = nil, error: String? = nil, state changeState: DurableRunState? = nil,
         context: [String: String]? = nil, queued: Duration? = nil, heard: Bool = false
     ) {
-        guard !isEmpty else { return }
-        let change = DurableChange(
-            kind: kind, run: run, workflow: workflow, step: step, attempt: attempt, owner: owner, time: Date(),
-            duration: duration, error: error, state: state, context: context, queued: queued)
-        if !heard {
-            let first = publishing.withLock { state -> Bool in
-                guard state.watched else { return false }
-                state.pending.append(change)
-                return state.pending.count == 1
-            }
-            if first { publisher.withLock { $0 }?() }
+        // Made only once someone hears of it; placed in the batch to publish under the same lock.
+        var change: DurableChange?
+        let publish = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.isEmpty else { return nil }
+            let made = DurableChange(
+                kind: kind, run: run, workflow: workflow, step: step, attempt: attempt, owner: owner, time: Date(),
+                duration: duration, error: error, state: changeState, context: context, queued: queued)
+            change = made
+            guard !heard, state.watched else { return nil }
+            state.pending.append(made)
+            return state.pending.count == 1 ? state.publisher : nil
         }
+        guard let change else { return }
+        publish?()
         queue.async { [self] in
-            if let store = store.withLock({ $0.store }) {
-                let observers = entries.withLock { entries in
-                    entries = entries.filter { $0.value.observer != nil }
-                    return entries.values.compactMap(\.observer)
-                }
-                for observer in observers { observer.store(store, observed: change) }
+            let (store, observers, sinks) = state.withLock { state in
+                state.entries = state.entries.filter { $0.value.observer != nil }
+                return (state.store, state.entries.values.compactMap(\.observer), Array(state.sinks.values))
             }
-            if !heard { deliver([change]) }
+            if let store { for observer in observers { observer.store(store, observed: change) } }
+            if !heard { for sink in sinks { sink.yield(change) } }
         }
     }
 
     /// Changes another process published: to this process's streams, in order.
     func received(_ changes: [DurableChange]) {
         guard !changes.isEmpty else { return }
-        queue.async { [self] in deliver(changes) }
-    }
-
-    /// On the queue.
-    private func deliver(_ changes: [DurableChange]) {
-        let sinks = streams.withLock { Array($0.sinks.values) }
-        for change in changes { for sink in sinks { sink.yield(change) } }
+        queue.async { [self] in
+            let sinks = state.withLock { Array($0.sinks.values) }
+            for change in changes { for sink in sinks { sink.yield(change) } }
+        }
     }
 }

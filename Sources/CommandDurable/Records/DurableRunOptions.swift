@@ -73,6 +73,11 @@ public struct DurableRunOptions: Sendable, Equatable {
         return (try? JSONDecoder().decode([String: String].self, from: Data(recorded.utf8))) ?? [:]
     }
 
+    /// Recorded tags (`,a,b,`) read back.
+    static func tags(recorded: String?) -> Set<String> {
+        Set((recorded ?? "").split(separator: ",").map(String.init))
+    }
+
     /// The tags as recorded: `,a,b,` (sorted), or empty.
     var recordedTags: String { tags.isEmpty ? "" : "," + tags.sorted().joined(separator: ",") + "," }
 }

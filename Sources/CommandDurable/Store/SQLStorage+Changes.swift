@@ -138,11 +138,13 @@ extension SQLStorage {
             { [self] connection in
                 let changes = observers.takePending().map(Self.published)
                 guard !changes.isEmpty else { return }
+                let encoder = JSONEncoder()
                 if server {
+                    // Sized by each change's JSON; the notification encodes its chunk as one array.
                     var chunk: [DurableChange] = []
                     var size = 0
                     for change in changes {
-                        let length = (try? JSONEncoder().encode(change).count) ?? 0
+                        let length = (try? encoder.encode(change).count) ?? 0
                         if !chunk.isEmpty && size + length > 6_000 {
                             try notify(.published(chunk), connection)
                             (chunk, size) = ([], 0)
@@ -153,7 +155,6 @@ extension SQLStorage {
                     if !chunk.isEmpty { try notify(.published(chunk), connection) }
                     return
                 }
-                let encoder = JSONEncoder()
                 for change in changes {
                     let json = String(decoding: try encoder.encode(change), as: UTF8.self)
                     try connection.query(
@@ -180,7 +181,7 @@ extension SQLStorage {
         try await wrap {
             try await thread.perform(write: false) { connection in
                 try connection.query("SELECT tags FROM runs WHERE id = ?", [.text(id)]).first.map {
-                    Set(($0[0].string ?? "").split(separator: ",").map(String.init))
+                    DurableRunOptions.tags(recorded: $0[0].string)
                 }
             }
         }

@@ -364,7 +364,7 @@ extension SQLStorage {
                         updated: Date(timeIntervalSince1970: row[4].double ?? 0), steps: stepRecords,
                         error: row[5].string,
                         input: row[6].data, output: output)
-                    record.tags = Set((row[8].string ?? "").split(separator: ",").map(String.init))
+                    record.tags = DurableRunOptions.tags(recorded: row[8].string)
                     record.priority = Int(row[9].int ?? 0)
                     record.deadline = row[10].double.map(Date.init(timeIntervalSince1970:))
                     record.notBefore = row[11].double.map(Date.init(timeIntervalSince1970:))
