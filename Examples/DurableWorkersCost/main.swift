@@ -14,7 +14,8 @@
 // - the backlog: the same 4 processes on 100 enqueued chain runs, then on 10,000 (the first 2,000 steps
 //   of it): steps per second;
 // - enqueue of 10,000 runs, one after the other and in one call, on PostgreSQL and on an SQLite file.
-// `--backlog` runs the backlog rows only (`--no-backlog` all but them), `--enqueue` the enqueue rows only; `--statements` (with
+// `--backlog` runs the backlog rows only (`--no-backlog` all but them), `--enqueue` the enqueue rows only, `--fan [RUNS]`
+// the independent steps and their floor only; `--statements` (with
 // `--postgres URL` of a server loading pg_stat_statements) counts the statements the server ran per step.
 // Steps return at once (their value sent from another thread, as real work would). `.full` durability
 // everywhere (`synchronous_commit = on`, SQLite `FULL`).
@@ -146,9 +147,7 @@ func workers<W: DurableWorkflow>(
         children.append(process)
     }
     let ended = "SELECT count(*) FROM awesomecommand.runs WHERE state IN ('completed', 'failed', 'cancelled')"
-    while Int(try PostgresMeasurements.number(ended, url: url)) < target {
-        try await Task.sleep(nanoseconds: 50_000_000)
-    }
+    try await PostgresMeasurements.wait(until: ended, reaches: Double(target), url: url, every: 0.05)
     let completed = "SELECT count(*) FROM awesomecommand.steps WHERE state = 'completed'"
     let wall = Date().timeIntervalSince(began)
     let cpuAfter = postgresCPU()
@@ -215,6 +214,26 @@ func backlogRows() async throws {
 
 if backlogOnly {
     try await backlogRows()
+    exit(0)
+}
+
+/// `--fan [RUNS]`: only the independent steps (RUNS runs, 300 by default) and their floor, the 50-row
+/// floor on 4 connections (for a profiler: `perf record -a` meanwhile).
+if let index = arguments.firstIndex(of: "--fan") {
+    let runs = arguments.dropFirst(index + 1).first.flatMap { Int($0) } ?? 300
+    var rates: [Double] = []
+    for _ in 0..<rounds {
+        let url = try await freshDatabase()
+        rates.append(
+            20_000
+                / (try PostgresMeasurements.floor(url: url, steps: 20_000, connections: 4, batch: 50, durability: .full))
+        )
+    }
+    print(String(format: "floor,  4 connection(s), 50 row(s) a round: %6.0f steps/s", median(rates)))
+    let fans = try await measured("4 workers of concurrency 16, 10 independent steps and a join, \(runs) runs") {
+        try await workers(CostFan.self, processes: 4, concurrency: 16, runs: runs)
+    }
+    print(String(format: "  / the 50-row floor on 4: %.2fx (goal >= 0.25x)", fans.stepsPerSecond / median(rates)))
     exit(0)
 }
 

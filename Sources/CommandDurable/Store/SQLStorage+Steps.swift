@@ -10,7 +10,7 @@ extension SQLStorage {
     ) {
         let owner = owner
         let lease = leaseSeconds
-        let token = UUID().uuidString
+        let token = makeToken()
         thread.submit(
             write: true, hop: false,
             { [self] connection -> ClaimResult in
@@ -115,7 +115,7 @@ extension SQLStorage {
     ) {
         let owner = owner
         let lease = leaseSeconds
-        let token = UUID().uuidString
+        let token = makeToken()
         let dependents = dialect.list(dependents)
         let isDependent = dialect.isIn("step_id")
         thread.submit(

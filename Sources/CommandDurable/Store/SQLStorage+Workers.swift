@@ -30,7 +30,7 @@ extension SQLStorage {
         guard !workflows.isEmpty, limit > 0 else { return completion(.success([])) }
         let owner = owner
         let lease = leaseSeconds
-        let token = UUID().uuidString
+        let token = makeToken()
         let dialect = dialect
         let names = dialect.list(workflows)
         let runs = RunCount()

@@ -66,6 +66,22 @@ package final class SQLStorage: @unchecked Sendable {
         }
     }
 
+    /// A claim's token, unique among this store's claims (its tail: a count; its head: a random part
+    /// made once, so that two stores given the same owner id do not share tokens either). Made
+    /// without a system call: `UUID()` read `/dev/urandom` (an `open`, a `read`, a `close`) for each
+    /// step's completion.
+    func makeToken() -> String {
+        let count = tokens.withLock { count -> UInt64 in
+            count &+= 1
+            return count
+        }
+        return "\(tokenHead)\(count)"
+    }
+
+    private let tokenHead = "\(UUID().uuidString.prefix(8).lowercased())-"
+    // Guards the count of tokens made.
+    private let tokens = Locked<UInt64>(0)
+
     /// An owner id: readable (which host and process did a step) and unique.
     package static func makeOwner() -> String {
         "\(ProcessIdentity.host)/\(ProcessIdentity.pid)/\(UUID().uuidString.prefix(8).lowercased())"

@@ -76,6 +76,22 @@ package enum PostgresMeasurements {
         }
     }
 
+    /// Waits until `sql`'s first column of its first row, as a number, reaches `target`, asking every
+    /// `interval` on one connection of its own, on a thread of its own (a connection a question cost a
+    /// backend's start and a SCRAM exchange each time: about a tenth of the machine when asked every
+    /// 50 ms during a measurement).
+    package static func wait(
+        until sql: String, reaches target: Double, url: String, every interval: TimeInterval
+    ) async throws {
+        try await StoreThread.detached {
+            let connection = try PostgresConnection(url)
+            defer { connection.close() }
+            while try (connection.query(sql, []).first?.first?.double ?? 0) < target {
+                Thread.sleep(forTimeInterval: interval)
+            }
+        }
+    }
+
     /// Runs `sql` on a connection of its own; returns the first column of its first row as a number.
     package static func number(_ sql: String, url: String) throws -> Double {
         try StoreThread.runAlone {
