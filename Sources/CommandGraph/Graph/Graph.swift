@@ -14,8 +14,8 @@ import Foundation
 /// ```
 ///
 /// Nodes keep the `dependencies` they were given (a graph also works with edges made by
-/// `addDependency` directly). `run` executes the commands no other command of the graph depends on
-/// (or the `targets` given), which executes the rest. Per-node events (each node's state changes)
+/// `addDependency` directly). `run` executes every command, in the order they were added (or the
+/// `targets` given and what they depend on). Per-node events (each node's state changes)
 /// arrive on the captured context (see `CallbackContext`), in order per node, when `run` is given a
 /// handler. The graph's completion (``outcome``, ``whenFinished(_:)``) is counted on the threads where
 /// the commands ended, never through the caller's context. `cancel()` cancels every command of the
@@ -41,12 +41,12 @@ public final class Graph: Sendable {
         public var succeeded: Bool { failed.isEmpty && cancelled.isEmpty }
     }
 
-    /// A command of the graph: 24 bytes (its state is kept apart, in ``State/states``, so the node
-    /// table is never written once the graph runs and never copied by a node's end).
+    /// A command of the graph: 16 bytes (its state is kept apart, in ``State/states``, so the node
+    /// table is never written once the graph runs and never copied by a node's end; its weight too,
+    /// in ``State/weights``, only when it is not 1).
     private struct Node {
         /// The command, seen whatever its output type.
         let member: any CommandFace
-        let weight: Int64
         /// The same command as an `Operation` (every `CommandFace` is a command).
         var command: Operation { unsafeDowncast(member as AnyObject, to: Operation.self) }
         /// The command's name now (read when needed: a type name costs a lookup).
@@ -57,7 +57,9 @@ public final class Graph: Sendable {
         var nodes: [Node] = []
         /// Each node's state as the graph counted it (by offset in `nodes`).
         var states: [CommandState] = []
-        var index: [ObjectIdentifier: Int] = [:]
+        /// The weights that are not 1, by offset in `nodes` (most graphs have none).
+        var weights: [Int32: Int64] = [:]
+        var index = NodeIndex()
         var started = false
         var ended = 0
         /// How many commands the run involves (all, or those the targets need).
@@ -67,6 +69,24 @@ public final class Graph: Sendable {
         /// Made on the first read of ``progress``.
         var progress: Progress?
         var isFinished: Bool { started && ended == expected }
+
+        /// The offset of `command`'s node, if it is in the graph.
+        func offset(of command: ObjectIdentifier) -> Int? {
+            index.offset(of: command) { ObjectIdentifier(nodes[$0].member) }
+        }
+
+        /// Appends `node` with `weight`.
+        mutating func append(_ node: Node, weight: Int64) {
+            if weight != 1 { weights[Int32(nodes.count)] = weight }
+            nodes.append(node)
+            states.append(.pending)
+            // Read through a second reference to the same table (no copy: nothing writes it meanwhile),
+            // not through `self`, which the index's append has open for writing.
+            let table = nodes
+            index.append(ObjectIdentifier(node.member)) { ObjectIdentifier(table[$0].member) }
+        }
+
+        func weight(at offset: Int) -> Int64 { weights[Int32(offset)] ?? 1 }
     }
 
     // Guards the node table, the run flag, the waiters and the progress once made.
@@ -83,14 +103,15 @@ public final class Graph: Sendable {
     public var progress: Progress {
         if let made = state.withLock({ $0.progress }) { return made }
         let made = Progress.discreteProgress(totalUnitCount: 0)
-        let (winner, nodes, finished) = state.withLock { state -> (Progress, [Node], Bool) in
-            if let existing = state.progress { return (existing, [], false) }
+        let (winner, nodes, weights, finished) = state.withLock {
+            state -> (Progress, [Node], [Int32: Int64], Bool) in
+            if let existing = state.progress { return (existing, [], [:], false) }
             state.progress = made
-            return (made, state.nodes, state.isFinished)
+            return (made, state.nodes, state.weights, state.isFinished)
         }
-        for node in nodes {
+        for (offset, node) in nodes.enumerated() {
             if let child = node.member.progressForAdoption() {
-                ProgressGuard.addChild(child, to: made, weight: node.weight)
+                ProgressGuard.addChild(child, to: made, weight: weights[Int32(offset)] ?? 1)
             }
         }
         if finished { ProgressGuard.completeIfWeightless(made) }
@@ -121,21 +142,19 @@ public final class Graph: Sendable {
         guard weight >= 0 else { throw Self.negativeWeight(command.displayName, weight) }
         // The name is read outside the graph's lock (it takes the command's), and only for an error.
         let (started, firstWeight) = state.withLock { state -> (Bool, Int64?) in
-            (state.started, state.index[id].map { state.nodes[$0].weight })
+            (state.started, state.offset(of: id).map { state.weight(at: $0) })
         }
         if started { throw Self.alreadyRun(command.displayName) }
         if let firstWeight, firstWeight != weight {
             throw Self.otherWeight(command.displayName, weight, first: firstWeight)
         }
         try command.depend(on: dependencies)
-        let node = Node(member: command, weight: weight)
+        let node = Node(member: command)
         let (added, progress) = try state.withLock { state -> (Bool, Progress?) in
             if state.started { throw Self.alreadyRun(command.displayName) }
             // Already there (added before, or by another thread meanwhile): the edges were the point.
-            guard state.index[id] == nil else { return (false, nil) }
-            state.index[id] = state.nodes.count
-            state.nodes.append(node)
-            state.states.append(.pending)
+            guard state.offset(of: id) == nil else { return (false, nil) }
+            state.append(node, weight: weight)
             return (true, state.progress)
         }
         // A command already counted by another graph or group counts there only (one parent).
@@ -148,8 +167,11 @@ public final class Graph: Sendable {
     /// The commands of the graph, in the order they were added.
     public var commands: [Operation] { state.withLock { $0.nodes.map(\.command) } }
 
-    /// Runs the graph: executes `targets` (default: every command no other command of the graph
-    /// depends on), which executes their dependencies. Returns at once: each command is handed over as
+    /// Runs the graph: executes every command of the graph, in the order they were added (or, with
+    /// `targets`, the targets first, then every command they depend on). Executing a command executes
+    /// its dependencies first, as always, so the order of the `add` calls never changes the order
+    /// the edges impose; a command's dependencies added before it are executed already when it is, so each
+    /// execute walks one command and its edges. Returns at once: each command is handed over as
     /// any executed command is (through admission, to its own queue; its `run` is never called inside
     /// this call, on the caller's thread). `onEvent` gets each node's state changes on `context`
     /// (default: the caller's), in order per node. Throws if the graph was already run.
@@ -164,32 +186,26 @@ public final class Graph: Sendable {
     ) throws {
         let context = context ?? .current
         let (nodes, index) = state.withLock { ($0.nodes, $0.index) }
-        // Which nodes another node of the graph depends on (by offset: no set of every edge).
-        var dependedOn = [Bool](repeating: false, count: nodes.count)
-        for node in nodes {
-            for dependency in node.command.dependencies {
-                if let offset = index[ObjectIdentifier(dependency)] { dependedOn[offset] = true }
-            }
-        }
-        // The nodes this run involves: with targets, the targets and every node they depend on; without,
-        // every node (each is a root or depended on by one, following the edges up).
-        let involved: [Bool]
-        let roots: [Bool]
+        let identity = { (offset: Int) in ObjectIdentifier(nodes[offset].member) }
+        // The nodes this run involves (nil: every node) and, with targets, the targets (handed over
+        // first): the targets and every node they depend on.
+        let involved: [Bool]?
+        var roots: [Bool] = []
         if let targets {
-            var isRoot = [Bool](repeating: false, count: nodes.count)
+            roots = [Bool](repeating: false, count: nodes.count)
             var reached = Set<ObjectIdentifier>()
             var stack: [Operation] = targets
-            for target in targets { if let offset = index[ObjectIdentifier(target)] { isRoot[offset] = true } }
+            for target in targets {
+                if let offset = index.offset(of: ObjectIdentifier(target), identity: identity) { roots[offset] = true }
+            }
             while let command = stack.popLast() {
                 if reached.insert(ObjectIdentifier(command)).inserted { stack += command.dependencies }
             }
             involved = nodes.map { reached.contains(ObjectIdentifier($0.command)) }
-            roots = isRoot
         } else {
-            involved = [Bool](repeating: true, count: nodes.count)
-            roots = dependedOn.map { !$0 }
+            involved = nil
         }
-        let expected = involved.reduce(0) { $0 + ($1 ? 1 : 0) }
+        let expected = involved.map { $0.reduce(0) { $0 + ($1 ? 1 : 0) } } ?? nodes.count
         try state.withLock { state in
             if state.started { throw Self.alreadyRun("graph") }
             state.started = true
@@ -198,7 +214,7 @@ public final class Graph: Sendable {
         // The graph's own count runs where the command ended: it never waits for the caller's context
         // (which the caller may be blocking while it waits for the outcome). One watch for every node.
         let watch = EndWatch { [self] command, newState in ended(ObjectIdentifier(command), newState) }
-        for (offset, node) in nodes.enumerated() where involved[offset] {
+        for (offset, node) in nodes.enumerated() where involved?[offset] ?? true {
             node.member.watchEnd(by: watch)
             if let onEvent {
                 node.member.observeState(on: context) { newState in
@@ -207,12 +223,18 @@ public final class Graph: Sendable {
             }
         }
         // Handed over as a group hands over its children (`executeQuietly`): each command runs on its
-        // own queue, through admission, never inside this call on the caller's thread. Targets first,
-        // then every other command involved: executing a target executes its dependencies, except
-        // through a target cancelled before the run (a cancelled command needs nothing), whose
-        // dependencies would otherwise never run and the graph never finish.
-        for (offset, node) in nodes.enumerated() where roots[offset] { node.member.executeQuietly() }
-        for (offset, node) in nodes.enumerated() where involved[offset] { node.member.executeQuietly() }
+        // own queue, through admission, never inside this call on the caller's thread. With targets,
+        // the targets first, then every other command involved: executing a target executes its
+        // dependencies, except through a target cancelled before the run (a cancelled command needs
+        // nothing), whose dependencies would otherwise never run and the graph never finish. Then (and
+        // without targets, only) in the order they were added: a command added after its dependencies
+        // finds them executed already, so each execute walks one node and its edges, never the depth
+        // of the graph (a million-deep chain's walk from its end held a stack of 16 bytes a command,
+        // up to 38 with the copy made while it grew).
+        for (offset, node) in nodes.enumerated() where !roots.isEmpty && roots[offset] {
+            node.member.executeQuietly()
+        }
+        for (offset, node) in nodes.enumerated() where involved?[offset] ?? true { node.member.executeQuietly() }
         if nodes.isEmpty { finishIfDone() }
     }
 
@@ -250,7 +272,7 @@ public final class Graph: Sendable {
 
     private func ended(_ id: ObjectIdentifier, _ newState: CommandState) {
         state.withLock { state in
-            guard let offset = state.index[id], !state.states[offset].isTerminal else { return }
+            guard let offset = state.offset(of: id), !state.states[offset].isTerminal else { return }
             state.states[offset] = newState
             state.ended += 1
         }
@@ -282,7 +304,21 @@ public final class Graph: Sendable {
     }
 
     private static func makeOutcome(_ nodes: [Node], _ states: [CommandState]) -> Outcome {
+        // Counted first: each list made at its size (grown by appending, the names of a million
+        // commands took twice their bytes while the last copy was made, with every command alive).
+        var counts = (completed: 0, failed: 0, cancelled: 0)
+        for state in states {
+            switch state {
+            case .completed: counts.completed += 1
+            case .failed: counts.failed += 1
+            case .cancelled: counts.cancelled += 1
+            case .pending, .executing: break
+            }
+        }
         var completed: [String] = [], failed: [String] = [], cancelled: [String] = []
+        completed.reserveCapacity(counts.completed)
+        failed.reserveCapacity(counts.failed)
+        cancelled.reserveCapacity(counts.cancelled)
         for (node, state) in zip(nodes, states) {
             switch state {
             case .completed: completed.append(node.name)
