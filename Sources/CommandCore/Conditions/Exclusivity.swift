@@ -234,8 +234,10 @@ protocol ExclusivityWaiter: AnyObject, Sendable {
 
 /// The process's ``ExclusivityBook``, and the commands to tell when their request is granted.
 enum Exclusivity {
-    // Guards the book (which keeps the waiters of waiting requests).
-    private static let book = Locked(ExclusivityBook())
+    // Guards the book (which keeps the waiters of waiting requests). Taken by every thread that
+    // registers, starts or ends an exclusive command, each time for a moment: an adaptive mutex (a
+    // plain one put the thread registering 100,000 exclusive commands to sleep about 15,000 times).
+    private static let book = Locked(contended: ExclusivityBook())
 
     /// Asks for `keys` for the command `label` names: the ticket to leave with, and whether they are
     /// all held now; if not, `waiter` is told once they are, on the thread that released the last of
