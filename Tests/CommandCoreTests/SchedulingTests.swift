@@ -191,12 +191,18 @@ extension CommandState {
     }
 
     /// In a chain every command but the first continues on a lane queue; in a fan-out only one of
-    /// the dependents made ready together does, the others run on plain queues (in parallel).
+    /// the dependents made ready together does, the others run on plain queues (in parallel). On a
+    /// lane, the lane's own identity (what `start()` reads instead of `OperationQueue.current`) names
+    /// the queue Foundation names; off a lane it is nil.
     @Test func firstDependentMadeReady_continuesOnALane_theOthersDoNot() async {
+        #expect(LaneQueue.running == nil)
         let log = Log()
         func recording(_ name: String) -> Command<Void> {
             let command = Command<Void> { result in
-                log.append("\(name):\(OperationQueue.current is LaneQueue ? "lane" : "plain")")
+                let named = LaneQueue.running == OperationQueue.current.map(ObjectIdentifier.init)
+                log.append(
+                    "\(name):\(OperationQueue.current is LaneQueue ? "lane" : "plain")\(named ? "" : ": another queue")"
+                )
                 result.succeed()
                 return nil
             }
@@ -219,7 +225,9 @@ extension CommandState {
         let root = CommandSubject<Void>()
         let fan = (0..<8).map { index -> Command<Void> in
             let command = Command<Void> { result in
-                fanLog.append(OperationQueue.current is LaneQueue ? "lane" : "plain")
+                let onLane = OperationQueue.current is LaneQueue
+                // Off a lane, no lane's identity.
+                fanLog.append(onLane ? "lane" : LaneQueue.running == nil ? "plain" : "plain: a lane's identity")
                 result.succeed()
                 return nil
             }

@@ -115,7 +115,19 @@ final class LaneQueue: OperationQueue, @unchecked Sendable {
         super.init()
         self.qualityOfService = qualityOfService
         underlyingQueue = lane
+        lane.setSpecific(key: Self.identity, value: ObjectIdentifier(self))
     }
+
+    /// Set on each lane's `DispatchQueue`: the lane queue it runs. Read by a command's `start()` (see
+    /// ``running``).
+    private static let identity = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// The lane queue running the current thread's work, when it is one: read from the lane's
+    /// `DispatchQueue` (a thread-local read), where `OperationQueue.current` asks first whether this
+    /// is the main thread, which Foundation answers on Linux with two system calls (`getpid`,
+    /// `gettid`) for every command a chain starts. Only the engine's own operations run on a lane, so
+    /// inside one this is the queue `OperationQueue.current` names.
+    static var running: ObjectIdentifier? { DispatchQueue.getSpecific(key: identity) }
 }
 
 extension DispatchQoS {

@@ -7,10 +7,12 @@ extension Command {
     func begin(external: Bool) {
         // The engine's own queue calling `start()` on the command object it was given is the engine's
         // start, not a caller's.
-        let current = external ? OperationQueue.current : nil
+        // The queue calling `start()`: a lane says so itself (no system call); otherwise Foundation's
+        // `OperationQueue.current`.
+        let current = external ? LaneQueue.running ?? OperationQueue.current.map(ObjectIdentifier.init) : nil
         var body: (@Sendable (CommandResult<Output>) -> (any Cancelable)?)?
         let (action, slot) = machine.withLock { machine in
-            let holding = current.map(ObjectIdentifier.init) == machine.queue.holder && current != nil
+            let holding = current != nil && current == machine.queue.holder
             let action = machine.start(external: external, startedByHoldingQueue: holding)
             // The body is read under the lock that began the run (see `body`).
             if case .run = action { body = self.body }
