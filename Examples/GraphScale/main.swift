@@ -4,8 +4,8 @@
 // (layers of 10), built with addDependency and run by executing the sinks; and three shapes built the
 // README's way, through `Graph.add(_:dependsOn:)` (each edge checked for a cycle) and run with
 // `Graph.run`: graph-chain, graph-star (every node on node 0) and graph-dag (each node on 3 earlier
-// nodes picked at random, seeded). Each size runs several times (5 up to 100k, 3 at 1M; this machine
-// is noisy): prints the median time per command (making the commands + adding the edges + the run),
+// nodes picked at random, seeded). Each size runs several times (31 at 1k, 11 at 10k, 5 at 100k, 3 at
+// 1M; this machine is noisy): prints the median time per command (making the commands + adding the edges + the run),
 // the fastest, the time the release of the graph took after the sink's callback, and the resident
 // memory before and after the graph was released; then for each shape the ratio of the median at the
 // largest size to the median at 1k. The main thread waits with a semaphore: it is this tool's own
@@ -232,7 +232,9 @@ for shape in shapes {
         let before = residentMiB()
         var samples: [Phases] = []
         var releaseWait = 0.0
-        for _ in 0..<(size >= 1_000_000 ? 3 : 5) {
+        // Small sizes take milliseconds, so their median needs more samples to stand still on a busy
+        // machine (the 1k median moved by 50% between runs with 5).
+        for _ in 0..<(size >= 1_000_000 ? 3 : size >= 100_000 ? 5 : size >= 10_000 ? 11 : 31) {
             samples.append(run(shape, size))
             releaseWait = max(releaseWait, waitForRelease() / 1000)
         }
