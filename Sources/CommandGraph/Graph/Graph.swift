@@ -71,7 +71,10 @@ public final class Graph: Sendable {
         var isFinished: Bool { started && ended == expected }
 
         /// The offset of `command`'s node, if it is in the graph.
-        func offset(of command: ObjectIdentifier) -> Int? {
+        func offset(of command: ObjectIdentifier) -> Int? { Self.offset(of: command, in: nodes, index) }
+
+        /// The offset of `command`'s node in `nodes`, which `index` indexes.
+        static func offset(of command: ObjectIdentifier, in nodes: [Node], _ index: NodeIndex) -> Int? {
             index.offset(of: command) { ObjectIdentifier(nodes[$0].member) }
         }
 
@@ -185,8 +188,9 @@ public final class Graph: Sendable {
         _ onEvent: (@Sendable (Event) -> Void)? = nil
     ) throws {
         let context = context ?? .current
+        // The node table and its index, not the states (which the nodes' ends write meanwhile: a
+        // reference held here would make the first of them copy the whole array).
         let (nodes, index) = state.withLock { ($0.nodes, $0.index) }
-        let identity = { (offset: Int) in ObjectIdentifier(nodes[offset].member) }
         // The nodes this run involves (nil: every node) and, with targets, the targets (handed over
         // first): the targets and every node they depend on.
         let involved: [Bool]?
@@ -196,7 +200,7 @@ public final class Graph: Sendable {
             var reached = Set<ObjectIdentifier>()
             var stack: [Operation] = targets
             for target in targets {
-                if let offset = index.offset(of: ObjectIdentifier(target), identity: identity) { roots[offset] = true }
+                if let offset = State.offset(of: ObjectIdentifier(target), in: nodes, index) { roots[offset] = true }
             }
             while let command = stack.popLast() {
                 if reached.insert(ObjectIdentifier(command)).inserted { stack += command.dependencies }
