@@ -228,17 +228,17 @@ import Testing
         var machine = executing()
         machine.replay = .none
         let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
-        guard let (wakeups, claim) = machine.send(1, claimInPlace: true) else { Issue.record("ignored"); return }
+        guard let (wakeups, claim) = machine.sendClaiming(1) else { Issue.record("ignored"); return }
         #expect(wakeups.isEmpty && claim?.observer == id)
         #expect(machine.retainedValueCount == 0 && machine.log.endIndex == 1)
         // Another thread's value while the observer is claimed: kept for it, no second claim.
-        guard let (_, second) = machine.send(2, claimInPlace: true) else { Issue.record("ignored"); return }
+        guard let (_, second) = machine.sendClaiming(2) else { Issue.record("ignored"); return }
         #expect(second == nil && machine.retainedValueCount == 1)
         let idleWithValueWaiting = machine.idleAfterInPlace(id)
         #expect(!idleWithValueWaiting, "value 2 waits: the caller drains")
         #expect(values(&machine, observer: id).compactMap(\.value) == [2])
         // Caught up: the next value is claimed in place again, and the idle mark succeeds.
-        guard let (_, third) = machine.send(3, claimInPlace: true) else { Issue.record("ignored"); return }
+        guard let (_, third) = machine.sendClaiming(3) else { Issue.record("ignored"); return }
         #expect(third?.observer == id && machine.retainedValueCount == 0)
         let idleCaughtUp = machine.idleAfterInPlace(id)
         #expect(idleCaughtUp)
@@ -249,6 +249,50 @@ import Testing
         #expect(values(&machine, observer: late).compactMap(\.value) == [4])
     }
 
+    /// An in-place delivery holds its observer's sink unretained: an observer removed while claimed
+    /// (a consumer cancelling during the delivery) keeps its sink alive until the claim's idle mark,
+    /// which finds the observer gone and lets the sink go; an observer removed while idle lets it go
+    /// at once.
+    @Test func anObserverRemovedWhileClaimed_keepsItsSink_untilTheIdleMark() {
+        final class Sentinel: Sendable {}
+        var machine = executing()
+        machine.replay = .none
+        weak var claimedSentinel: Sentinel?
+        let id: UInt64
+        do {
+            let sentinel = Sentinel()
+            claimedSentinel = sentinel
+            id =
+                machine.addObserver(
+                    context: .immediate, sink: ObserverSink<Int>.values({ _ in _ = sentinel }, terminal: { _ in }),
+                    as: .consumer
+                ).id
+        }
+        guard let (_, claim) = machine.sendClaiming(1), let claim else { Issue.record("not claimed"); return }
+        #expect(claim.observer == id)
+        // The consumer detaches during the delivery: the record goes, its sink stays.
+        _ = machine.releaseConsumer(observer: id)
+        #expect(machine.observerCount == 0)
+        #expect(claimedSentinel != nil, "the sink the delivery is calling is still alive")
+        let idle = machine.idleAfterInPlace(id)
+        #expect(idle)
+        #expect(claimedSentinel == nil, "the idle mark let the retired sink go")
+
+        // Removed while idle: nothing is retired.
+        weak var idleSentinel: Sentinel?
+        let second: UInt64
+        do {
+            let sentinel = Sentinel()
+            idleSentinel = sentinel
+            second =
+                machine.addObserver(
+                    context: .immediate, sink: ObserverSink<Int>.values({ _ in _ = sentinel }, terminal: { _ in })
+                ).id
+        }
+        machine.removeObserver(second)
+        #expect(idleSentinel == nil)
+    }
+
     /// A kept stage's common case (replay `.latest`, one idle `.immediate` observer, claimed in place):
     /// the one kept value is replaced in place, so a late observer still gets the latest value; a value
     /// sent while the observer is busy is kept for it (the replacement is not taken).
@@ -257,13 +301,13 @@ import Testing
         machine.replay = .latest
         let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
         // The first value: nothing kept yet, so the general path (append, claim).
-        guard let (_, first) = machine.send(1, claimInPlace: true) else { Issue.record("ignored"); return }
+        guard let (_, first) = machine.sendClaiming(1) else { Issue.record("ignored"); return }
         #expect(first?.observer == id && machine.retainedValueCount == 1)
         let idleAfterFirst = machine.idleAfterInPlace(id)
         #expect(idleAfterFirst)
         // Then each value replaces the kept one, claimed in the same step.
         for value in [2, 3] {
-            guard let (wakeups, claim) = machine.send(value, claimInPlace: true) else {
+            guard let (wakeups, claim) = machine.sendClaiming(value) else {
                 Issue.record("ignored"); return
             }
             #expect(wakeups.isEmpty && claim?.observer == id && machine.retainedValueCount == 1)
@@ -272,9 +316,9 @@ import Testing
             #expect(idle)
         }
         // Busy (claimed, not yet idle): the next value is kept beside the latest, for the observer.
-        guard let (_, claimed) = machine.send(4, claimInPlace: true) else { Issue.record("ignored"); return }
+        guard let (_, claimed) = machine.sendClaiming(4) else { Issue.record("ignored"); return }
         #expect(claimed != nil)
-        guard let (_, second) = machine.send(5, claimInPlace: true) else { Issue.record("ignored"); return }
+        guard let (_, second) = machine.sendClaiming(5) else { Issue.record("ignored"); return }
         #expect(second == nil && machine.retainedValueCount == 1, "5 kept for the observer; 4 delivered")
         let idleWithFiveWaiting = machine.idleAfterInPlace(id)
         #expect(!idleWithFiveWaiting, "5 waits: the caller drains")
@@ -532,5 +576,14 @@ import Testing
             Issue.record("an assigned queue is used at once, never admitted")
             return
         }
+    }
+}
+
+extension CommandStateMachine {
+    /// `send(_:claimInPlace:wakeups:claim:)` claiming in place, its results returned (nil: ignored).
+    mutating func sendClaiming<Output: Sendable>(_ value: Output) -> (wakeups: Wakeups, claim: InPlaceClaim?)? {
+        var wakeups = Wakeups()
+        var claim: InPlaceClaim?
+        return send(value, claimInPlace: true, wakeups: &wakeups, claim: &claim) ? (wakeups, claim) : nil
     }
 }

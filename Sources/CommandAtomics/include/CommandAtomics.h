@@ -28,6 +28,10 @@ static inline void command_atomics_store_log_threshold(int value) {
 /// How many `ThreadLocal`s get a fast slot; later ones use only their pthread key.
 #define COMMAND_THREAD_SLOT_COUNT 8
 
+/// The slot kept for the delivery trampoline's queue (read on every value a stage delivers, by index,
+/// with no Swift global to initialise first); `command_thread_slot_reserve` hands out the others.
+#define COMMAND_DELIVERIES_SLOT 0
+
 extern _Thread_local void *_Nullable command_thread_slots[COMMAND_THREAD_SLOT_COUNT];
 extern _Atomic(int) command_thread_slots_reserved;
 

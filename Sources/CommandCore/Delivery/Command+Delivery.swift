@@ -10,9 +10,11 @@ extension Command {
         // An idle `.immediate` observer gets the value in place, claimed in the same lock as the send
         // (one lock round trip and one queue entry fewer per stage), when this thread may deliver now:
         // see `Trampoline.deliverNow(on:_:)`, which bounds the nesting.
-        let trampoline = Trampoline.deliveries.queue
-        let inPlace = Trampoline.deliveries.mayDeliverNow(trampoline)
-        guard let (wakeups, claim) = machine.withLock({ $0.send(value, claimInPlace: inPlace) }) else {
+        let trampoline = Trampoline.deliveriesQueue
+        let inPlace = Trampoline.mayDeliverNow(trampoline)
+        var wakeups = Wakeups()
+        var claim: InPlaceClaim?
+        guard machine.withLock({ $0.send(value, claimInPlace: inPlace, wakeups: &wakeups, claim: &claim) }) else {
             // After a cancel, a late send is the normal race with work that had not seen it: silent.
             if !quietly && !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
@@ -21,8 +23,8 @@ extension Command {
         }
         if !wakeups.isEmpty { schedule(wakeups) }
         if let claim {
-            Trampoline.deliveries.deliverNow(on: trampoline) {
-                unsafeDowncast(claim.box, to: SinkBox<Output>.self).deliver(value)
+            Trampoline.deliverNow(on: trampoline) {
+                claim.box._withUnsafeGuaranteedRef { unsafeDowncast($0, to: SinkBox<Output>.self).deliver(value) }
                 // Then whatever else arrived meanwhile, and the observer's idle mark.
                 drainInPlace(claim.observer)
             }

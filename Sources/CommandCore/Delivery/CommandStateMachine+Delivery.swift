@@ -7,18 +7,22 @@ extension CommandStateMachine {
     /// A value from `run`; nil when ignored (not executing).
     @inline(__always)
     mutating func send<Output: Sendable>(_ value: Output) -> Wakeups? {
-        send(value, claimInPlace: false)?.wakeups
+        var wakeups = Wakeups()
+        var claim: InPlaceClaim?
+        return send(value, claimInPlace: false, wakeups: &wakeups, claim: &claim) ? wakeups : nil
     }
 
-    /// A value from `run`; nil when ignored (not executing). With `claimInPlace`, the first
-    /// `.immediate` observer that is idle and has had every earlier value is claimed for this value
-    /// at once (marked scheduled, its cursor past it): the caller delivers it in place, without a
-    /// second lock to claim it. The other observers are woken as usual.
+    /// A value from `run`; false when ignored (not executing). The observers to wake are added to
+    /// `wakeups`. With `claimInPlace`, the first `.immediate` observer that is idle and has had every
+    /// earlier value is claimed for this value at once (marked scheduled, its cursor past it) and
+    /// put in `claim`: the caller delivers it in place, without a second lock to claim it. The
+    /// results are written to the caller's variables, not returned: a returned tuple of a list and an
+    /// optional was copied and destroyed through outlined functions on every value.
     @inline(__always)
-    mutating func send<Output: Sendable>(_ value: Output, claimInPlace: Bool) -> (
-        wakeups: Wakeups, claim: InPlaceClaim?
-    )? {
-        guard case .executing = lifecycle else { return nil }
+    mutating func send<Output: Sendable>(
+        _ value: Output, claimInPlace: Bool, wakeups: inout Wakeups, claim: inout InPlaceClaim?
+    ) -> Bool {
+        guard case .executing = lifecycle else { return false }
         let index = log.endIndex
         // A hot source's common case: nothing kept for late observers (`replay` `.none`), nothing
         // pending, one idle `.immediate` observer up to date, which the caller hands the value to in
@@ -31,11 +35,10 @@ extension CommandStateMachine {
         {
             observers[0].scheduled = true
             observers[0].cursor = index + 1
-            return (Wakeups(), InPlaceClaim(observer: observers[0].id, box: observers[0].sink))
+            claim = InPlaceClaim(observer: observers[0].id, box: Unmanaged.passUnretained(observers[0].sink))
+            return true
         }
         log.append(value)
-        var wakeups = Wakeups()
-        var claim: InPlaceClaim?
         var slot = 0
         while slot < observers.count {
             if observers[slot].kind == .events && !observers[slot].scheduled {
@@ -43,7 +46,8 @@ extension CommandStateMachine {
                 let context = observers[slot].context
                 if claimInPlace && claim == nil && context.isImmediate && observers[slot].cursor == index {
                     observers[slot].cursor = index + 1
-                    claim = InPlaceClaim(observer: observers[slot].id, box: observers[slot].sink)
+                    claim = InPlaceClaim(
+                        observer: observers[slot].id, box: Unmanaged.passUnretained(observers[slot].sink))
                 } else {
                     wakeups.append(wakeup(at: slot))
                 }
@@ -51,7 +55,7 @@ extension CommandStateMachine {
             slot += 1
         }
         trim()
-        return (wakeups, claim)
+        return true
     }
 
     /// Detaches a consumer's observer; true when the command should now be cancelled (no consumer
@@ -59,7 +63,7 @@ extension CommandStateMachine {
     @inline(__always)
     mutating func releaseConsumer(observer: UInt64) -> Bool {
         guard let index = observerIndex(observer) else { return false }
-        observers.remove(at: index)
+        removeObserver(at: index)
         trim()
         consumers -= 1
         return consumers == 0 && !pinned && outcome == nil
@@ -103,8 +107,26 @@ extension CommandStateMachine {
 
     @inline(__always)
     mutating func removeObserver(_ id: UInt64) {
-        if let index = observerIndex(id) { observers.remove(at: index) }
+        if let index = observerIndex(id) { removeObserver(at: index) }
         trim()
+    }
+
+    /// Removes the observer at `index`. If a drain or an in-place delivery is under way for it
+    /// (`scheduled`), its sink is kept (``RareFields/retiredSinks``) until that delivery finds it
+    /// gone: an in-place delivery calls the sink unretained.
+    mutating func removeObserver(at index: Int) {
+        if observers[index].scheduled {
+            rare.retiredSinks.append((observers[index].id, observers[index].sink))
+        }
+        observers.remove(at: index)
+    }
+
+    /// A drain or an idle mark found `observer` gone: its retired sink, if any, is released (the
+    /// delivery that held it unretained is over).
+    @inline(never)
+    mutating func releaseRetiredSink(of observer: UInt64) {
+        guard hasRareFields, !rare.retiredSinks.isEmpty else { return }
+        rare.retiredSinks.removeAll { $0.observer == observer }
     }
 
     /// Where observer `id` is in `observers`. A plain loop, like the others on `observers` here: the
@@ -126,7 +148,10 @@ extension CommandStateMachine {
     mutating func nextDelivery<Output: Sendable>(for observer: UInt64, into slot: UnsafeMutablePointer<Output>)
         -> Delivery
     {
-        guard let index = observerIndex(observer) else { return .idle }
+        guard let index = observerIndex(observer) else {
+            releaseRetiredSink(of: observer)
+            return .idle
+        }
         let box = observers[index].sink
         switch observers[index].kind {
         case .events:
@@ -161,7 +186,10 @@ extension CommandStateMachine {
     /// (the common case, one lock and no drain); false if something does, and the caller drains.
     @inline(__always)
     mutating func idleAfterInPlace(_ observer: UInt64) -> Bool {
-        guard let index = observerIndex(observer) else { return true }
+        guard let index = observerIndex(observer) else {
+            releaseRetiredSink(of: observer)
+            return true
+        }
         if observers[index].cursor < log.endIndex || outcome != nil { return false }
         observers[index].scheduled = false
         return true

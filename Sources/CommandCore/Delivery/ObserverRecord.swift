@@ -18,22 +18,25 @@ enum ObserverSink<Output: Sendable>: Sendable {
 final class SinkBox<Output: Sendable>: Sendable {
     /// Every event (`execute`, `observe`).
     let events: (@Sendable (CommandEvent<Output>) -> Void)?
-    /// Values only, for a combinator consuming this command; `events` then gets only the terminal.
-    let values: (@Sendable (Output) -> Void)?
+    /// Values only, for a combinator consuming this command (when `hasValues`); `events` then gets
+    /// only the terminal. Not optional: calling a `let` closure of the box borrows it, where an
+    /// optional's binding copied it (a retain and a release of its context per value).
+    let values: @Sendable (Output) -> Void
+    let hasValues: Bool
     let states: (@Sendable (CommandState) -> Void)?
 
     init(_ sink: ObserverSink<Output>) {
         switch sink {
-        case .events(let handler): (events, values, states) = (handler, nil, nil)
-        case .states(let handler): (events, values, states) = (nil, nil, handler)
-        case .values(let handler, let terminal): (events, values, states) = (terminal, handler, nil)
+        case .events(let handler): (events, values, hasValues, states) = (handler, { _ in }, false, nil)
+        case .states(let handler): (events, values, hasValues, states) = (nil, { _ in }, false, handler)
+        case .values(let handler, let terminal): (events, values, hasValues, states) = (terminal, handler, true, nil)
         }
     }
 
     /// Delivers a value: to the value handler, else as an event.
     @inline(__always)
     func deliver(_ value: Output) {
-        if let values { values(value) } else { deliverAsEvent(value) }
+        if hasValues { values(value) } else { deliverAsEvent(value) }
     }
 
     /// Out of line, so the value path does not fetch `CommandEvent<Output>`'s metadata.
@@ -86,10 +89,12 @@ struct Wakeup: Sendable {
 }
 
 /// An observer claimed for a value as it was sent, to be delivered in place (see
-/// `CommandStateMachine.send(_:claimInPlace:)`); its ``SinkBox`` and id.
+/// `CommandStateMachine.send(_:claimInPlace:wakeups:claim:)`); its id and its ``SinkBox``, not
+/// retained: the observer's record holds the box, and a record removed while claimed leaves its box
+/// in ``RareFields/retiredSinks`` until the claim's idle mark (no retain and release per value).
 struct InPlaceClaim {
     let observer: UInt64
-    let box: AnyObject
+    let box: Unmanaged<AnyObject>
 }
 
 /// The drains to schedule after a change: the first inline, so waking one observer (the common

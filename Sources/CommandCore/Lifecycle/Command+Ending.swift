@@ -32,12 +32,11 @@ extension Command {
     /// nests at most ``Trampoline/maxNesting`` levels, then queues, so a sequential group of 10,000
     /// such children does not grow the stack by 10,000 levels.
     private func tell(_ watch: EndWatch, _ state: CommandState) {
-        let trampoline = Trampoline.deliveries
-        let queue = trampoline.queue
-        if trampoline.mayDeliverNow(queue) {
-            trampoline.deliverNow(on: queue) { watch.ended(self, state) }
+        let queue = Trampoline.deliveriesQueue
+        if Trampoline.mayDeliverNow(queue) {
+            Trampoline.deliverNow(on: queue) { watch.ended(self, state) }
         } else {
-            trampoline.run { [self] in watch.ended(self, state) }
+            Trampoline.deliveries.run { [self] in watch.ended(self, state) }
         }
     }
 

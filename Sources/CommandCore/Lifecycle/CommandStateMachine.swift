@@ -21,6 +21,10 @@ struct RareFields: Sendable {
     /// The identities of the dependencies once there are many (see
     /// ``CommandStateMachine/dependencySetThreshold``): only a wide fan-in's sink has them.
     var dependencyIDs: Set<ObjectIdentifier> = []
+    /// The sinks of observers removed while a drain or an in-place delivery was under way for them
+    /// (by id), kept alive until that delivery is over: an in-place delivery holds its sink unretained
+    /// (see ``InPlaceClaim``). Released when the observer's drain or idle mark finds it gone.
+    var retiredSinks: [(observer: UInt64, sink: any AnyObject & Sendable)] = []
 }
 
 /// The box of ``RareFields``; part of the state machine's value, so guarded by the command's lock.

@@ -24,7 +24,9 @@ struct ThreadLocal<Value: AnyObject>: @unchecked Sendable {
     private let slot: Int32?
     private let make: () -> Value
 
-    init(_ make: @escaping () -> Value) {
+    /// `slot`: a fast slot kept for this instance (`COMMAND_DELIVERIES_SLOT`); by default the next
+    /// free one, if any.
+    init(slot reserved: Int32? = nil, _ make: @escaping () -> Value) {
         var key = pthread_key_t()
         let status = pthread_key_create(&key) { pointer in
             // The thread is exiting: its cached pointer goes first (a later use makes a new value).
@@ -40,7 +42,7 @@ struct ThreadLocal<Value: AnyObject>: @unchecked Sendable {
         }
         precondition(status == 0, "ThreadLocal: pthread_key_create failed (\(status))")
         self.key = key
-        let slot = command_thread_slot_reserve()
+        let slot = reserved ?? command_thread_slot_reserve()
         self.slot = slot < COMMAND_THREAD_SLOT_COUNT ? slot : nil
         self.make = make
     }

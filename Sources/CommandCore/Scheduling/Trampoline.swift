@@ -1,3 +1,5 @@
+internal import CommandAtomics
+
 /// Runs nested work with a loop per thread instead of nesting it.
 ///
 /// A value sent at the head of a 10,000-stage `map` chain is delivered stage by stage on the
@@ -53,10 +55,15 @@ package final class Trampoline: Sendable {
         }
     }
 
-    private let perThread = ThreadLocal { Queue() }
+    private let perThread: ThreadLocal<Queue>
 
-    /// `.immediate` deliveries.
-    static let deliveries = Trampoline()
+    private init(slot: Int32? = nil) {
+        perThread = ThreadLocal(slot: slot) { Queue() }
+    }
+
+    /// `.immediate` deliveries (this thread's queue in the fast slot kept for it: see
+    /// ``deliveriesQueue``).
+    static let deliveries = Trampoline(slot: COMMAND_DELIVERIES_SLOT)
     /// Cancels of a run's cancelable (which cancel inputs, which cancel theirs...).
     static let cancels = Trampoline()
     /// Runs of combinator nodes started in place (whose run subscribes to inputs, which start theirs...).
@@ -69,10 +76,18 @@ package final class Trampoline: Sendable {
     @inline(__always)
     var queue: Unmanaged<Queue> { perThread.unretained }
 
+    /// This thread's queue of ``deliveries``, read from its fast slot by index: no global's
+    /// initialisation check (`swift_once`) per value; the first use on a thread makes it.
+    @inline(__always)
+    static var deliveriesQueue: Unmanaged<Queue> {
+        if let pointer = command_thread_slot_get(COMMAND_DELIVERIES_SLOT) { return Unmanaged.fromOpaque(pointer) }
+        return deliveries.queue
+    }
+
     /// Whether a delivery may run right now, in place, on this thread: no loop runs (it becomes the
     /// loop), or one runs and nesting is allowed (not too deep, not inside ``queueing(_:)``).
     @inline(__always)
-    func mayDeliverNow(_ queue: Unmanaged<Queue>) -> Bool {
+    static func mayDeliverNow(_ queue: Unmanaged<Queue>) -> Bool {
         queue._withUnsafeGuaranteedRef { queue in
             !queue.running || (queue.queueingOnly == 0 && queue.depth < Self.maxNesting)
         }
@@ -81,7 +96,7 @@ package final class Trampoline: Sendable {
     /// Runs `body` now, after ``mayDeliverNow(_:)`` said so: nested in the running loop, or as the
     /// loop, which then runs what `body` queued.
     @inline(__always)
-    func deliverNow(on queue: Unmanaged<Queue>, _ body: () -> Void) {
+    static func deliverNow(on queue: Unmanaged<Queue>, _ body: () -> Void) {
         queue._withUnsafeGuaranteedRef { queue in
             if queue.running {
                 queue.depth += 1
@@ -91,7 +106,7 @@ package final class Trampoline: Sendable {
             }
             queue.running = true
             body()
-            drainQueued(queue)
+            Self.drainQueued(queue)
         }
     }
 
@@ -125,11 +140,11 @@ package final class Trampoline: Sendable {
         }
         queue.running = true
         entry()
-        drainQueued(queue)
+        Self.drainQueued(queue)
     }
 
     /// The loop: runs what was queued, in order, then stops running.
-    private func drainQueued(_ queue: Queue) {
+    private static func drainQueued(_ queue: Queue) {
         while queue.head < queue.blocks.count {
             let next = queue.blocks[queue.head]
             queue.head += 1
