@@ -3,8 +3,8 @@ import Testing
 
 @testable import CommandCore
 
-/// `Locked`, plain and contended (the adaptive kind on glibc): each keeps its value whole when four
-/// threads take it 25,000 times each at once.
+/// `Locked`, plain and contended (on Linux a futex lock, the contended kind spinning before it
+/// sleeps): each keeps its value whole when threads take it at once, and never lets two in.
 @Suite struct LockedTests {
     @Test(arguments: [false, true])
     func fourThreadsAtOnce_loseNoIncrement(contended: Bool) {
@@ -14,5 +14,33 @@ import Testing
             for _ in 0..<25_000 { counter.withLock { $0 += 1 } }
         }
         #expect(counter.withLock { $0 } == 100_000)
+    }
+
+    /// Eight threads on two cores, each holding the lock across a loop long enough to be preempted
+    /// inside it: the others find it held and sleep on it (the futex path), and are woken. No two are
+    /// ever inside at once, and no increment is lost.
+    @Test(arguments: [false, true])
+    func eightThreadsHoldingItLong_sleepAndWake_neverTwoInside(contended: Bool) {
+        struct Counts {
+            var total = 0
+            var inside = 0
+            var mostInside = 0
+            var work = 0
+        }
+        let counts = contended ? Locked(contended: Counts()) : Locked(Counts())
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<2_000 {
+                counts.withLock { counts in
+                    counts.inside += 1
+                    counts.mostInside = max(counts.mostInside, counts.inside)
+                    for step in 0..<200 { counts.work &+= step }
+                    counts.total += 1
+                    counts.inside -= 1
+                }
+            }
+        }
+        let final = counts.withLock { $0 }
+        #expect(final.total == 16_000)
+        #expect(final.mostInside == 1 && final.inside == 0)
     }
 }

@@ -8,8 +8,13 @@ import Foundation
 /// every command of a graph at once (about 60 bytes a command at the peak of a million-node chain).
 struct SmallList<Element>: Sequence {
     private(set) var first: Element?
-    /// Every element after `first`; empty while there is at most one.
-    private(set) var rest: [Element] = []
+    /// Every element after `first`; nil while there is at most one. Optional, not an empty array: the
+    /// same 8 bytes, and a list of one is destroyed without releasing the empty array's storage (a
+    /// `Wakeups` is made and destroyed on every value a stage sends).
+    private var tail: [Element]?
+
+    /// Every element after `first`.
+    var rest: [Element] { tail ?? [] }
 
     init() {}
 
@@ -20,10 +25,10 @@ struct SmallList<Element>: Sequence {
     }
 
     var isEmpty: Bool { first == nil }
-    var count: Int { first == nil ? 0 : 1 + rest.count }
+    var count: Int { first == nil ? 0 : 1 + (tail?.count ?? 0) }
 
     subscript(index: Int) -> Element {
-        index == 0 ? first! : rest[index - 1]
+        index == 0 ? first! : tail![index - 1]
     }
 
     /// Appends `element`; `rest` grows by half (4, 6, 9, 13...), not by doubling: a node's lists are
@@ -34,14 +39,17 @@ struct SmallList<Element>: Sequence {
             first = element
             return
         }
+        var rest = tail ?? []
+        tail = nil  // `rest` is then the array's only reference: appended to in place
         if rest.count == rest.capacity { rest.reserveCapacity(rest.count < 4 ? 4 : rest.count + rest.count / 2) }
         rest.append(element)
+        tail = rest
     }
 
     /// The elements as an array (allocates when there are any).
     var array: [Element] {
         guard let first else { return [] }
-        return [first] + rest
+        return [first] + (tail ?? [])
     }
 
     /// Iterates without making an array.
@@ -66,7 +74,7 @@ typealias OperationList = SmallList<Operation>
 
 extension SmallList where Element == Operation {
     func contains(_ operation: Operation) -> Bool {
-        first === operation || rest.contains { $0 === operation }
+        first === operation || (tail?.contains { $0 === operation } ?? false)
     }
 
     mutating func remove(_ operation: Operation) {
