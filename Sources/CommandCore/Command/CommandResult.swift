@@ -29,6 +29,13 @@ public struct CommandResult<Output: Sendable>: Sendable {
     /// ended (its input may still deliver a value it had claimed).
     package func forward(_ value: Output) { run.command.receive(value, quietly: true) }
 
+    /// ``forward(_:)`` as a closure that calls the command directly: a stage's value handler ends in
+    /// it (one call where `{ link.send($0) }` made three: the closure, the link's `send`, `forward`).
+    package var forwarder: @Sendable (Output) -> Void {
+        let command = run.command
+        return { command.receive($0, quietly: true) }
+    }
+
     /// Ends the run successfully (the original's `onComplete`).
     public func complete() { run.command.receiveTerminal(.completed, event: "complete()") }
 

@@ -32,7 +32,7 @@ extension Command {
         let stage = TransformStage(transform)
         let node = Command<Result>.combinator(name, inputs: [self]) { [unowned(unsafe) self] link in
             stage.fuse(
-                link.result.command, ahead: { link.send($0) }, into: Fuser(link: link, inputName: self.displayName),
+                link.result.command, ahead: link.result.forwarder, into: Fuser(link: link, inputName: self.displayName),
                 budget: maxFusedStages - 1, linked: false)
         }
         node.fusibleStage = stage
