@@ -130,7 +130,7 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
     /// `result` (now or later, from any thread) and return what cancels the work, or nil. The default
     /// calls the closure given to `init(_:)`, or fails with ``CommandError/Code/missingRun``.
     open func run(_ result: CommandResult<Output>) -> (any Cancelable)? {
-        if let body = result.run.body { return body(result) }
+        if let body = result.body { return body(result) }
         result.fail(CommandError.missingRun(displayName))
         return nil
     }
@@ -349,7 +349,7 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
 
     /// The result was released without a terminal event: the run failed. Overridden by
     /// `CommandSubject`, so it stays in the class (an extension's method cannot be overridden).
-    func resultReleased() {
+    override func resultReleased() {
         // Almost every run has ended by now: the message (which formats the type's name) is only
         // built when it has not, in the same critical section (no user code runs in it).
         let ending = machine.withLock { machine -> Ending? in

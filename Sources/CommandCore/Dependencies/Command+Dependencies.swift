@@ -6,15 +6,20 @@ private let walkCounter = Locked<UInt64>(1)
 /// Tells dependents that a command ended, and their dependents if they ended because of it, with a
 /// loop: a failure at the root of a million-deep chain must not recurse a million times.
 func propagate(_ first: Propagation) {
-    var stack = [first]
+    // A stack, its top kept out of the array: a chain's ending (one dependent, nothing further to
+    // tell) allocates no array. Popped in the same order as one array would be (last pushed first).
+    var top: Propagation? = first
+    var stack: [Propagation] = []
     // The first dependent made ready continues on a lane queue (see `QueuePool`).
     var lane = true
-    while let propagation = stack.popLast() {
+    while let propagation = top ?? stack.popLast() {
+        top = nil
         for dependent in propagation.dependents {
             if let next = dependent.dependencyDidFinish(
                 propagation.outcome, dependencyName: propagation.source.displayName, lane: &lane)
             {
-                stack.append(next)
+                if let pushed = top { stack.append(pushed) }
+                top = next
             }
         }
     }

@@ -26,6 +26,9 @@ open class CommandNode: Operation, @unchecked Sendable {
         super.init()
     }
 
+    /// A run's result (``RunToken``) was released; `Command` ends the run if it had not ended.
+    func resultReleased() {}
+
     /// `name`, else the type (`Command<Int>`, `FetchUser`).
     public var displayName: String {
         machine.withLock { $0.name } ?? TypeNames.name(of: type(of: self))

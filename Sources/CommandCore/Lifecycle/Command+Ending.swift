@@ -58,7 +58,12 @@ extension Command {
         // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.
         // Before the observers' hops: a terminal callback reads `isCancelled` and `isFinished` as
         // published (scheduling the hops first woke a callback that read `isCancelled` false).
-        withExtendedLifetime(self) { publish(ending) }
+        let (cancelled, wasExecuting, postFinished) = (
+            ending.outcome.isCancelled, ending.wasExecuting, ending.postFinished
+        )
+        withExtendedLifetime(self) {
+            publishEnd(cancelled: cancelled, wasExecuting: wasExecuting, postFinished: postFinished)
+        }
         schedule(ending.wakeups)
         if let watch = ending.endWatch { tell(watch, ending.outcome.state) }
         if !ending.observers.isEmpty {

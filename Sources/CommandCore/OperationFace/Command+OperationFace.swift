@@ -20,25 +20,26 @@ extension Command {
     /// Publishes what an ending changed: `isCancelled` (and `isReady`, which a cancel makes true),
     /// `isExecuting` if it was running, `isFinished` if something had started it; then tells the
     /// dependents waiting for `isFinished` in a user's queue.
-    func publish(_ ending: Ending) {
+    /// (Given the three facts it needs, not the whole ``Ending``: capturing that in the closures here
+    /// copied it, nine retains and releases a command.)
+    func publishEnd(cancelled: Bool, wasExecuting: Bool, postFinished: Bool) {
         var keys: FaceKeys = []
-        let cancelled = ending.outcome.isCancelled
         if cancelled {
             keys.insert(.cancelled)
             if !machine.withLock({ $0.face.isReady }) { keys.insert(.ready) }
         }
-        if ending.wasExecuting && Platform.postsExecutingEnd { keys.insert(.executing) }
-        if ending.postFinished { keys.insert(.finished) }
+        if wasExecuting && Platform.postsExecutingEnd { keys.insert(.executing) }
+        if postFinished { keys.insert(.finished) }
         if keys.isEmpty {
-            if ending.wasExecuting { machine.withLock { $0.face.executing = false } }
+            if wasExecuting { machine.withLock { $0.face.executing = false } }
             return
         }
         publish(keys) { face in
             if cancelled { face.cancelled = true }
-            if ending.wasExecuting { face.executing = false }
-            if ending.postFinished { face.finished = true }
+            if wasExecuting { face.executing = false }
+            if postFinished { face.finished = true }
         }
-        if ending.postFinished { tellWatchers() }
+        if postFinished { tellWatchers() }
         if keys.contains(.ready) && machine.withLock({ $0.face.tracking == .on }) { repostReadiness() }
     }
 
