@@ -14,8 +14,11 @@ import Testing
         // bytes, moved to the command object: the same bytes a command, no metadata look-ups); 296 with
         // the admission slot in one byte and the consumer count in the padding after the face: the
         // lock's allocation (state, mutex, header) went from a 384-byte to a 368-byte block.
-        // 288 with a command's neighbours as 8-byte `CommandNode` references (a 352-byte block).
+        // 288 with a command's neighbours as 8-byte `CommandNode` references (a 352-byte block); a
+        // 320-byte block since the lock beside the state is 8 bytes (a futex lock) instead of a
+        // 40-byte `pthread_mutex_t`.
         #expect(MemoryLayout<CommandStateMachine>.size <= 288)
+        #expect(MemoryLayout<LockWord>.size <= 8, "the lock beside the state")
     }
 
     /// The rarely set fields cost nothing until one is set: a life without conditions, progress or a
