@@ -73,11 +73,9 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
         // The header (the value) is destroyed by ManagedBuffer itself.
         let held = withUnsafeMutablePointerToElements { word in
             #if canImport(Darwin)
-                return !os_unfair_lock_trylock(word)
-                    ? true
-                    : {
-                        os_unfair_lock_unlock(word); return false
-                    }()
+                guard os_unfair_lock_trylock(word) else { return true }
+                os_unfair_lock_unlock(word)
+                return false
             #else
                 return command_lock_is_held(Self.words(word)) != 0
             #endif
