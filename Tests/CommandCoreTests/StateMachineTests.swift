@@ -222,27 +222,33 @@ import Testing
     }
 
     /// A hot source's common case (replay `.none`, one idle `.immediate` observer, claimed in place):
-    /// the value is counted, not stored; a value sent while the observer is busy is stored and makes
-    /// the idle mark fail, so the caller drains it.
+    /// the value is counted, not stored; a value sent while the observer is busy is stored, pokes the
+    /// claim, so its release without the lock is refused and the idle mark under the lock finds the
+    /// value, which the caller drains.
     @Test func inPlaceClaim_withNothingKept_storesNothing_andIdlesOnlyWhenCaughtUp() {
         var machine = executing()
+        let word = TestClaimWord()
         machine.replay = .none
         let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
-        guard let (wakeups, claim) = machine.sendClaiming(1) else { Issue.record("ignored"); return }
-        #expect(wakeups.isEmpty && claim?.observer == id)
+        guard let (wakeups, claim) = machine.sendClaiming(1, word: word.word), let claim else {
+            Issue.record("not claimed"); return
+        }
+        #expect(wakeups.isEmpty && claim.observer == id && claim.lockFree)
         #expect(machine.retainedValueCount == 0 && machine.log.endIndex == 1)
         // Another thread's value while the observer is claimed: kept for it, no second claim.
-        guard let (_, second) = machine.sendClaiming(2) else { Issue.record("ignored"); return }
+        guard let (_, second) = machine.sendClaiming(2, word: word.word) else { Issue.record("ignored"); return }
         #expect(second == nil && machine.retainedValueCount == 1)
-        let idleWithValueWaiting = machine.idleAfterInPlace(id)
+        let idleWithValueWaiting = machine.endInPlace(claim, word: word.word)
         #expect(!idleWithValueWaiting, "value 2 waits: the caller drains")
         #expect(values(&machine, observer: id).compactMap(\.value) == [2])
-        // Caught up: the next value is claimed in place again, and the idle mark succeeds.
-        guard let (_, third) = machine.sendClaiming(3) else { Issue.record("ignored"); return }
-        #expect(third?.observer == id && machine.retainedValueCount == 0)
-        let idleCaughtUp = machine.idleAfterInPlace(id)
-        #expect(idleCaughtUp)
+        // Caught up: the next value is claimed in place again, and released without the lock.
+        guard let (_, third) = machine.sendClaiming(3, word: word.word), let third else {
+            Issue.record("not claimed"); return
+        }
+        #expect(third.observer == id && third.lockFree && machine.retainedValueCount == 0)
+        #expect(word.word.release(), "nothing poked it")
         // A late observer gets nothing of what was sent (replay `.none`), then what comes.
+        machine.settleInPlaceClaim(word.word)
         let late = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
         _ = machine.send(4)
         _ = machine.finish(.completed)
@@ -252,11 +258,14 @@ import Testing
     /// An in-place delivery holds its observer's sink unretained: an observer removed while claimed
     /// (a consumer cancelling during the delivery) keeps its sink alive until the claim's idle mark,
     /// which finds the observer gone and lets the sink go; an observer removed while idle lets it go
-    /// at once.
-    @Test func anObserverRemovedWhileClaimed_keepsItsSink_untilTheIdleMark() {
+    /// at once. Both for a claim in the record (the first value, appended) and for one in the claim
+    /// word (the next ones).
+    @Test(arguments: [false, true])
+    func anObserverRemovedWhileClaimed_keepsItsSink_untilTheIdleMark(inTheWord: Bool) {
         final class Sentinel: Sendable {}
         var machine = executing()
-        machine.replay = .none
+        let word = TestClaimWord()
+        machine.replay = .latest
         weak var claimedSentinel: Sentinel?
         let id: UInt64
         do {
@@ -268,15 +277,26 @@ import Testing
                     as: .consumer
                 ).id
         }
-        guard let (_, claim) = machine.sendClaiming(1), let claim else { Issue.record("not claimed"); return }
-        #expect(claim.observer == id)
+        if inTheWord {
+            // The first value is appended (claimed in the record); the next replace it, claimed in the word.
+            guard let (_, first) = machine.sendClaiming(0, word: word.word), let first else {
+                Issue.record("not claimed"); return
+            }
+            let idleAfterFirst = machine.endInPlace(first, word: word.word)
+            #expect(!first.lockFree && idleAfterFirst)
+        }
+        guard let (_, claim) = machine.sendClaiming(1, word: word.word), let claim else {
+            Issue.record("not claimed"); return
+        }
+        #expect(claim.observer == id && claim.lockFree == inTheWord)
         // The consumer detaches during the delivery: the record goes, its sink stays.
-        _ = machine.releaseConsumer(observer: id)
+        _ = machine.releaseConsumer(observer: id, word: word.word)
         #expect(machine.observerCount == 0)
         #expect(claimedSentinel != nil, "the sink the delivery is calling is still alive")
-        let idle = machine.idleAfterInPlace(id)
+        let idle = machine.endInPlace(claim, word: word.word)
         #expect(idle)
         #expect(claimedSentinel == nil, "the idle mark let the retired sink go")
+        #expect(word.word.isFree)
 
         // Removed while idle: nothing is retired.
         weak var idleSentinel: Sentinel?
@@ -289,6 +309,8 @@ import Testing
                     context: .immediate, sink: ObserverSink<Int>.values({ _ in _ = sentinel }, terminal: { _ in })
                 ).id
         }
+        // Its replay (the latest value) delivered first: then it is idle.
+        #expect(values(&machine, observer: second).compactMap(\.value) == [1])
         machine.removeObserver(second)
         #expect(idleSentinel == nil)
     }
@@ -298,35 +320,119 @@ import Testing
     /// sent while the observer is busy is kept for it (the replacement is not taken).
     @Test func inPlaceClaim_withTheLatestKept_replacesIt_andALateObserverGetsTheLatest() {
         var machine = executing()
+        let word = TestClaimWord()
         machine.replay = .latest
         let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
-        // The first value: nothing kept yet, so the general path (append, claim).
-        guard let (_, first) = machine.sendClaiming(1) else { Issue.record("ignored"); return }
-        #expect(first?.observer == id && machine.retainedValueCount == 1)
-        let idleAfterFirst = machine.idleAfterInPlace(id)
+        // The first value: nothing kept yet, so the general path (append, claim in the record).
+        guard let (_, first) = machine.sendClaiming(1, word: word.word), let first else {
+            Issue.record("not claimed"); return
+        }
+        #expect(first.observer == id && !first.lockFree && machine.retainedValueCount == 1)
+        let idleAfterFirst = machine.endInPlace(first, word: word.word)
         #expect(idleAfterFirst)
-        // Then each value replaces the kept one, claimed in the same step.
+        // Then each value replaces the kept one, claimed in the same step, in the claim word.
         for value in [2, 3] {
-            guard let (wakeups, claim) = machine.sendClaiming(value) else {
-                Issue.record("ignored"); return
+            guard let (wakeups, claim) = machine.sendClaiming(value, word: word.word), let claim else {
+                Issue.record("not claimed"); return
             }
-            #expect(wakeups.isEmpty && claim?.observer == id && machine.retainedValueCount == 1)
+            #expect(wakeups.isEmpty && claim.observer == id && claim.lockFree && machine.retainedValueCount == 1)
             #expect(machine.log.value(at: machine.log.endIndex - 1, as: Int.self) == value)
-            let idle = machine.idleAfterInPlace(id)
+            let idle = machine.endInPlace(claim, word: word.word)
             #expect(idle)
         }
         // Busy (claimed, not yet idle): the next value is kept beside the latest, for the observer.
-        guard let (_, claimed) = machine.sendClaiming(4) else { Issue.record("ignored"); return }
-        #expect(claimed != nil)
-        guard let (_, second) = machine.sendClaiming(5) else { Issue.record("ignored"); return }
+        guard let (_, claimed) = machine.sendClaiming(4, word: word.word), let claimed else {
+            Issue.record("not claimed"); return
+        }
+        guard let (_, second) = machine.sendClaiming(5, word: word.word) else { Issue.record("ignored"); return }
         #expect(second == nil && machine.retainedValueCount == 1, "5 kept for the observer; 4 delivered")
-        let idleWithFiveWaiting = machine.idleAfterInPlace(id)
+        let idleWithFiveWaiting = machine.endInPlace(claimed, word: word.word)
         #expect(!idleWithFiveWaiting, "5 waits: the caller drains")
         #expect(values(&machine, observer: id).compactMap(\.value) == [5])
         let late = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
         _ = machine.finish(.completed)
         let lateValues = values(&machine, observer: late)
         #expect(lateValues.compactMap(\.value) == [5] && lateValues.last?.isTerminal == true)
+    }
+
+    /// The claim word's four moves, each as a thread would make it: a claim released without the
+    /// lock; a claim poked (its release refused, cleared under the lock); a claim poked after its
+    /// release (the poke says so and clears the word).
+    @Test func theClaimWord_releasesUnpoked_refusesPoked_andAPokeAfterTheReleaseClearsIt() {
+        let owner = TestClaimWord()
+        defer { withExtendedLifetime(owner) {} }
+        let word = owner.word
+        #expect(word.isFree && !word.isClaimed)
+        word.claim()
+        #expect(word.isClaimed && !word.isFree)
+        #expect(word.release() && word.isFree)
+        word.claim()
+        #expect(word.poke(), "still claimed: poked")
+        #expect(!word.isClaimed && !word.isFree)
+        #expect(!word.release(), "poked: the delivering thread must take the lock")
+        word.clear()
+        #expect(word.isFree)
+        word.claim()
+        #expect(word.release())
+        #expect(!word.poke(), "released before the poke")
+        #expect(word.isFree)
+    }
+
+    /// A claim in the word, outstanding at the next lock round: settled into the record's `scheduled`
+    /// flag (the observer is busy: a value waits for it, nothing is claimed twice); released before
+    /// the next round: settled as idle, and the next value is claimed in place again.
+    @Test func anOutstandingClaim_isSettledAtTheNextRound_asBusyOrIdle() {
+        var machine = executing()
+        let word = TestClaimWord()
+        machine.replay = .latest
+        let (id, _) = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in })
+        guard let (_, first) = machine.sendClaiming(1, word: word.word), let first else { return }
+        let idleAfterFirst = machine.endInPlace(first, word: word.word)
+        #expect(idleAfterFirst)
+        guard let (_, claim) = machine.sendClaiming(2, word: word.word), let claim, claim.lockFree else {
+            Issue.record("not claimed in the word"); return
+        }
+        #expect(word.word.isClaimed && !machine.observers[0].scheduled, "the claim is in the word only")
+        // Released: the next round finds the observer idle.
+        #expect(word.word.release())
+        machine.settleInPlaceClaim(word.word)
+        #expect(!machine.observers[0].scheduled && word.word.isFree)
+        // Outstanding: the next round marks the record scheduled and pokes the claim.
+        guard let (_, again) = machine.sendClaiming(3, word: word.word), let again, again.lockFree else {
+            Issue.record("not claimed in the word"); return
+        }
+        machine.settleInPlaceClaim(word.word)
+        #expect(!word.word.isClaimed && machine.observers[0].scheduled && machine.observers[0].id == id)
+        #expect(!word.word.release(), "poked")
+        let idle = machine.endInPlace(again, word: word.word)
+        #expect(idle && word.word.isFree)
+        #expect(!machine.observers[0].scheduled)
+    }
+
+    /// A command ending (on another thread) while a value is delivered in place, through the
+    /// command's own lock and claim word: the ending settles the claim, so the observer is not woken
+    /// a second time; the delivering thread's release is refused, and its idle mark finds the
+    /// terminal event waiting, which its drain delivers after the value.
+    @Test func anEndingDuringAnInPlaceDelivery_waitsForTheDeliveringThread() {
+        var machine = executing()
+        machine.replay = .latest
+        let id = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
+        let lock = Locked(machine)
+        let first = lock.withLock { machine, word in machine.sendClaiming(1, word: word)?.claim }
+        guard let first else { Issue.record("not claimed"); return }
+        #expect(lock.withLock { machine, word in machine.endInPlace(first, word: word) })
+        let claim = lock.withLock { machine, word in machine.sendClaiming(2, word: word)?.claim }
+        guard let claim, claim.lockFree else { Issue.record("not claimed in the word"); return }
+        let ending = lock.withLock { machine, word in machine.finish(.completed, word: word) }
+        #expect(ending?.wakeups.isEmpty == true, "the observer is busy: nobody else may deliver to it")
+        #expect(!lock.claimWord.release(), "the ending poked the claim")
+        let idle = lock.withLock { machine, word -> Bool in
+            word.clear()
+            return machine.idleAfterInPlace(claim.observer, word: word)
+        }
+        #expect(!idle, "the terminal event waits: the delivering thread drains it")
+        let drained = lock.withLock { machine, word in machine.nextEvent(for: id, as: Int.self, word: word) }
+        #expect(drained?.isTerminal == true)
     }
 
     /// `replaceOnlyValue` writes in place only when the ring holds one value and is not shared: a copy
@@ -579,11 +685,58 @@ import Testing
     }
 }
 
+/// A claim word of a test's own (the machine's lock is not there).
+final class TestClaimWord {
+    let pointer = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+    var word: ClaimWord { ClaimWord(word: pointer) }
+    init() { pointer.initialize(to: 0) }
+    deinit { pointer.deallocate() }
+}
+
+/// A claim word nothing claims, for the machine's rounds in tests that make no in-place claim.
+enum UnclaimedWord {
+    nonisolated(unsafe) static let pointer: UnsafeMutablePointer<UInt32> = {
+        let pointer = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+        pointer.initialize(to: 0)
+        return pointer
+    }()
+    static var word: ClaimWord { ClaimWord(word: pointer) }
+}
+
+/// The machine's functions that settle a claim first, for tests that make none.
 extension CommandStateMachine {
-    /// `send(_:claimInPlace:wakeups:claim:)` claiming in place, its results returned (nil: ignored).
-    mutating func sendClaiming<Output: Sendable>(_ value: Output) -> (wakeups: Wakeups, claim: InPlaceClaim?)? {
+    mutating func finish(_ outcome: Termination) -> Ending? { finish(outcome, word: UnclaimedWord.word) }
+    mutating func succeed<Output: Sendable>(_ value: Output) -> Ending? { succeed(value, word: UnclaimedWord.word) }
+    mutating func terminate(_ outcome: Termination) -> Ending? { terminate(outcome, word: UnclaimedWord.word) }
+    mutating func releaseConsumer(observer: UInt64) -> Bool {
+        releaseConsumer(observer: observer, word: UnclaimedWord.word)
+    }
+    mutating func removeObserver(_ id: UInt64) { removeObserver(id, word: UnclaimedWord.word) }
+    mutating func nextEvent<Output: Sendable>(for observer: UInt64, as type: Output.Type) -> CommandEvent<Output>? {
+        nextEvent(for: observer, as: type, word: UnclaimedWord.word)
+    }
+    mutating func nextState<Output: Sendable>(for observer: UInt64, as type: Output.Type) -> CommandState? {
+        nextState(for: observer, as: type, word: UnclaimedWord.word)
+    }
+}
+
+extension CommandStateMachine {
+    /// A lock round of `Command.receive`: `send(_:claimInPlace:word:wakeups:claim:)` claiming in
+    /// place, its results returned (nil: ignored).
+    mutating func sendClaiming<Output: Sendable>(_ value: Output, word: ClaimWord) -> (
+        wakeups: Wakeups, claim: InPlaceClaim?
+    )? {
         var wakeups = Wakeups()
         var claim: InPlaceClaim?
-        return send(value, claimInPlace: true, wakeups: &wakeups, claim: &claim) ? (wakeups, claim) : nil
+        return send(value, claimInPlace: true, word: word, wakeups: &wakeups, claim: &claim) ? (wakeups, claim) : nil
+    }
+
+    /// The end of an in-place delivery as `Command.drainInPlace` makes it: a claim in the word
+    /// released without the lock if nothing poked it, else a lock round (the claim settled, the word
+    /// cleared, the idle mark). True: idle; false: something waits (the caller drains).
+    mutating func endInPlace(_ claim: InPlaceClaim, word: ClaimWord) -> Bool {
+        if claim.lockFree && word.release() { return true }
+        if claim.lockFree { word.clear() }
+        return idleAfterInPlace(claim.observer, word: word)
     }
 }

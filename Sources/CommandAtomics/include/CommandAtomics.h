@@ -57,14 +57,82 @@ static inline void command_thread_slots_clear(void *_Nullable value) {
     }
 }
 
-#if defined(__linux__)
 #include <stdint.h>
 
+/// The current frame's address: how deep this thread's stack is (it grows down), for the delivery
+/// trampoline's bound on nesting (`Trampoline.nestingBudget`). The frame itself, not a local's address
+/// (which AddressSanitizer may move to a heap "fake stack").
+static inline uintptr_t command_stack_address(void) { return (uintptr_t)__builtin_frame_address(0); }
+
+// The in-place claim word beside a command's lock (`ClaimWord` in `Locked.swift`): a value handed in
+// place to a command's one idle observer marks it claimed under the lock; the delivering thread
+// releases the claim afterwards without the lock (one compare-and-swap) unless a thread that took the
+// lock meanwhile poked it (it gave the observer more to do, or looked at it), in which case the
+// delivering thread takes the lock. Two bits of a 32-bit word whose other bits belong to the lock
+// (on Linux: its kind and debug owner, see below) and to the command's end (`ENDED`: set once, under
+// the lock, when the command ends, so that the end of its run's result can be checked without the
+// lock); every write keeps them.
+
+#define COMMAND_CLAIM_CLAIMED 0x40000000u
+#define COMMAND_CLAIM_POKED 0x20000000u
+#define COMMAND_CLAIM_BITS (COMMAND_CLAIM_CLAIMED | COMMAND_CLAIM_POKED)
+#define COMMAND_CLAIM_ENDED 0x10000000u
+
+/// Marks the command ended (under the lock, once); release order: what the end did happened before a
+/// thread that sees the mark.
+static inline void command_claim_mark_ended(uint32_t *_Nonnull word) {
+    __atomic_fetch_or(word, COMMAND_CLAIM_ENDED, __ATOMIC_RELEASE);
+}
+
+/// Whether the command was marked ended (acquire: see above).
+static inline int command_claim_ended(uint32_t *_Nonnull word) {
+    return (__atomic_load_n(word, __ATOMIC_ACQUIRE) & COMMAND_CLAIM_ENDED) != 0;
+}
+
+/// The claim bits (0: no claim outstanding). Acquire: a claim released without the lock happened
+/// before what the caller does next with the observer.
+static inline uint32_t command_claim_load(uint32_t *_Nonnull word) {
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE) & COMMAND_CLAIM_BITS;
+}
+
+/// Marks the word claimed (under the lock, with no claim outstanding: nothing else writes it now).
+static inline void command_claim_set(uint32_t *_Nonnull word) {
+    __atomic_store_n(word, __atomic_load_n(word, __ATOMIC_RELAXED) | COMMAND_CLAIM_CLAIMED, __ATOMIC_RELAXED);
+}
+
+/// Clears the claim bits (under the lock, by the delivering thread after a poke, or by the poker when
+/// the claim was already released: nothing else writes them now).
+static inline void command_claim_clear(uint32_t *_Nonnull word) {
+    __atomic_store_n(word, __atomic_load_n(word, __ATOMIC_RELAXED) & ~COMMAND_CLAIM_BITS, __ATOMIC_RELAXED);
+}
+
+/// Pokes a claim (under the lock); returns the claim bits as they were: without `CLAIMED`, the
+/// delivering thread had already released it.
+static inline uint32_t command_claim_poke(uint32_t *_Nonnull word) {
+    return __atomic_fetch_or(word, COMMAND_CLAIM_POKED, __ATOMIC_ACQ_REL) & COMMAND_CLAIM_BITS;
+}
+
+/// Releases a claim without the lock, by the delivering thread: 1 if it was claimed and not poked
+/// (released, with release order: the delivery happened before the next one), 0 if it was poked (the
+/// caller takes the lock). A loop only because a debug build's lock records its holder in the same word.
+static inline int command_claim_release(uint32_t *_Nonnull word) {
+    uint32_t seen = __atomic_load_n(word, __ATOMIC_RELAXED);
+    while ((seen & COMMAND_CLAIM_BITS) == COMMAND_CLAIM_CLAIMED) {
+        if (__atomic_compare_exchange_n(word, &seen, seen & ~COMMAND_CLAIM_CLAIMED, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#if defined(__linux__)
+
 // A lock is two words: `word[0]` the futex word (0 free, 1 held, 2 held with sleepers); `word[1]` its
-// kind (the top bit: contended, spins before sleeping) and, in debug builds, the holder's thread id
-// (the other bits; 0: none).
+// kind (the top bit: contended, spins before sleeping), the in-place claim bits and the ended bit (the
+// next three, see above) and, in debug builds, the holder's thread id (the low 28 bits; 0: none).
 
 #define COMMAND_LOCK_CONTENDED 0x80000000u
+#define COMMAND_LOCK_OWNER_BITS 0x0FFFFFFFu
 
 /// Sleeps until the lock looks free, then takes it (marked "held with sleepers"); a contended lock
 /// looks again a while first. Out of line: only reached when the lock was found held.
@@ -91,22 +159,26 @@ static inline int command_lock_is_held(uint32_t *_Nonnull word) { return __atomi
 /// The holder's thread id as recorded by debug builds (0: none). Read without ordering: a thread
 /// only compares it with its own id, which only that thread writes.
 static inline uint32_t command_lock_owner(uint32_t *_Nonnull word) {
-    return __atomic_load_n(word + 1, __ATOMIC_RELAXED) & ~COMMAND_LOCK_CONTENDED;
+    return __atomic_load_n(word + 1, __ATOMIC_RELAXED) & COMMAND_LOCK_OWNER_BITS;
 }
 
-/// Records the holder (`id`, or 0 as it releases), keeping the lock's kind.
+/// Records the holder (`id` as it takes the lock, 0 as it releases it), keeping the other bits: atomic
+/// read-modify-writes, because a delivering thread may release its claim in the same word meanwhile.
 static inline void command_lock_set_owner(uint32_t *_Nonnull word, uint32_t id) {
-    uint32_t kind = __atomic_load_n(word + 1, __ATOMIC_RELAXED) & COMMAND_LOCK_CONTENDED;
-    __atomic_store_n(word + 1, kind | id, __ATOMIC_RELAXED);
+    if (id == 0) {
+        __atomic_fetch_and(word + 1, ~COMMAND_LOCK_OWNER_BITS, __ATOMIC_RELAXED);
+    } else {
+        __atomic_fetch_or(word + 1, id, __ATOMIC_RELAXED);
+    }
 }
 
 extern _Thread_local uint32_t command_thread_id_cache;
 extern uint32_t command_thread_id_next;
 
-/// A number naming this thread (never 0; 31 bits), for debug builds' relock check.
+/// A number naming this thread (never 0; 28 bits), for debug builds' relock check.
 static inline uint32_t command_thread_id(void) {
     while (command_thread_id_cache == 0) {
-        command_thread_id_cache = __atomic_add_fetch(&command_thread_id_next, 1, __ATOMIC_RELAXED) & ~COMMAND_LOCK_CONTENDED;
+        command_thread_id_cache = __atomic_add_fetch(&command_thread_id_next, 1, __ATOMIC_RELAXED) & COMMAND_LOCK_OWNER_BITS;
     }
     return command_thread_id_cache;
 }

@@ -112,7 +112,7 @@ extension Command {
     }
 
     func removeObserver(_ id: UInt64) {
-        machine.withLock { $0.removeObserver(id) }
+        machine.withLock { $0.removeObserver(id, word: $1) }
     }
 
     /// The number of observers still waiting for events (for tests and leak checks).

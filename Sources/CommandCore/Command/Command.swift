@@ -341,7 +341,7 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
     /// Cancels the command; see the type's discussion. Idempotent; any thread.
     public final override func cancel() {
         let error = CommandError.cancelled(displayName)
-        guard let ending = machine.withLock({ $0.terminate(.cancelled(error)) }) else { return }
+        guard let ending = machine.withLock({ $0.terminate(.cancelled(error), word: $1) }) else { return }
         perform(ending)
     }
 
@@ -350,12 +350,14 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
     /// The result was released without a terminal event: the run failed. Overridden by
     /// `CommandSubject`, so it stays in the class (an extension's method cannot be overridden).
     override func resultReleased() {
-        // Almost every run has ended by now: the message (which formats the type's name) is only
-        // built when it has not, in the same critical section (no user code runs in it).
-        let ending = machine.withLock { machine -> Ending? in
+        // Almost every run has ended by now, as its end marked in the lock's word: no lock round.
+        if machine.claimWord.hasEnded { return }
+        // Else the message (which formats the type's name) is only built when it has not ended, in
+        // the same critical section as the check (no user code runs in it).
+        let ending = machine.withLock { machine, word -> Ending? in
             guard machine.outcome == nil else { return nil }
             let name = machine.name ?? TypeNames.name(of: type(of: self))
-            return machine.finish(.failed(CommandError.resultAbandoned(name)))
+            return machine.finish(.failed(CommandError.resultAbandoned(name)), word: word)
         }
         if let ending { perform(ending) }
     }

@@ -210,9 +210,9 @@ extension Command {
 
     /// Ends the command at its gate, without running (the gate was evaluating).
     private func endAtGate(_ termination: Termination) {
-        let ending = machine.withLock { machine -> Ending? in
+        let ending = machine.withLock { machine, word -> Ending? in
             guard machine.gate?.failed() == true else { return nil }
-            return machine.terminate(termination)
+            return machine.terminate(termination, word: word)
         }
         if let ending { perform(ending) }
     }

@@ -1,5 +1,15 @@
 import Foundation
 
+/// The lock of a command's state.
+extension Locked where Value == CommandStateMachine {
+    /// `withLock`, with the in-place claim word, for the state's functions that touch its observers
+    /// (they settle a claim first: see `CommandStateMachine.settleInPlaceClaim(_:)`).
+    @inline(__always)
+    func withLock<Result>(_ body: (inout CommandStateMachine, ClaimWord) throws -> Result) rethrows -> Result {
+        try withLockAndClaimWord(body)
+    }
+}
+
 // From a command to its observers: a value from the result sink, attaching an observer, scheduling
 // its drain on its context, and the drain loop that delivers values and the terminal event one at a
 // time, in order.
@@ -14,7 +24,11 @@ extension Command {
         let inPlace = Trampoline.mayDeliverNow(trampoline)
         var wakeups = Wakeups()
         var claim: InPlaceClaim?
-        guard machine.withLock({ $0.send(value, claimInPlace: inPlace, wakeups: &wakeups, claim: &claim) }) else {
+        guard
+            machine.withLock({ machine, word in
+                machine.send(value, claimInPlace: inPlace, word: word, wakeups: &wakeups, claim: &claim)
+            })
+        else {
             // After a cancel, a late send is the normal race with work that had not seen it: silent.
             if !quietly && !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
@@ -25,8 +39,9 @@ extension Command {
         if let claim {
             Trampoline.deliverNow(on: trampoline) {
                 claim.box._withUnsafeGuaranteedRef { unsafeDowncast($0, to: SinkBox<Output>.self).deliver(value) }
-                // Then whatever else arrived meanwhile, and the observer's idle mark.
-                drainInPlace(claim.observer)
+                // Then the observer's idle mark: a claim in the word released without the lock unless
+                // something poked it; else whatever arrived meanwhile, under the lock.
+                if !claim.lockFree || !machine.claimWord.release() { drainInPlace(claim) }
             }
         }
     }
@@ -50,7 +65,7 @@ extension Command {
         let id = attach(context: .immediate, sink: sink, as: .consumer)
         executeGraph()
         return BlockCancelable { [self] in
-            if machine.withLock({ $0.releaseConsumer(observer: id) }) { cancel() }
+            if machine.withLock({ $0.releaseConsumer(observer: id, word: $1) }) { cancel() }
         }
     }
 
@@ -123,11 +138,16 @@ extension Command {
         }
     }
 
-    /// Continues an `.immediate` observer's deliveries after one delivered in place: marks it idle if
-    /// nothing else arrived meanwhile (one lock), else drains what did.
-    func drainInPlace(_ observer: UInt64) {
-        if machine.withLock({ $0.idleAfterInPlace(observer) }) { return }
-        drain(observer, immediate: true)
+    /// Continues an `.immediate` observer's deliveries after one delivered in place, unless its claim
+    /// in the word was released without the lock: marks it idle if nothing else arrived meanwhile
+    /// (one lock), else drains what did.
+    func drainInPlace(_ claim: InPlaceClaim) {
+        let idle = machine.withLock { machine, word in
+            // A lock-free claim whose release was refused: poked (see `settleInPlaceClaim`).
+            if claim.lockFree { word.clear() }
+            return machine.idleAfterInPlace(claim.observer, word: word)
+        }
+        if !idle { drain(claim.observer, immediate: true) }
     }
 
     /// Puts an `.immediate` drain at the back of the thread's trampoline.
@@ -154,7 +174,7 @@ extension Command {
         withUnsafeTemporaryAllocation(of: Output.self, capacity: 1) { buffer in
             let slot = buffer.baseAddress!
             while true {
-                switch machine.withLock({ $0.nextDelivery(for: observer, into: slot) }) {
+                switch machine.withLock({ $0.nextDelivery(for: observer, into: slot, word: $1) }) {
                 case .idle: return
                 case .value(let box, let more):
                     let value = slot.move()

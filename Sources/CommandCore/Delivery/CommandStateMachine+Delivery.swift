@@ -1,5 +1,15 @@
 import Foundation
 
+/// Proof, for the functions that read or change the observers' `scheduled` flags, that this lock
+/// round settled the in-place claim, or that none can exist yet (see
+/// `CommandStateMachine.settleInPlaceClaim(_:)`). Made only here.
+struct ClaimsSettled {
+    /// The word settled (nil before the command executes, when there is none to settle), where the
+    /// command's end is marked (``ClaimWord/markEnded()``).
+    let word: ClaimWord?
+    fileprivate init(_ word: ClaimWord?) { self.word = word }
+}
+
 /// The delivery half of the command's state machine: values, observers and what each drain delivers.
 extension CommandStateMachine {
     // MARK: - Values and observers
@@ -9,33 +19,83 @@ extension CommandStateMachine {
     mutating func send<Output: Sendable>(_ value: Output) -> Wakeups? {
         var wakeups = Wakeups()
         var claim: InPlaceClaim?
-        return send(value, claimInPlace: false, wakeups: &wakeups, claim: &claim) ? wakeups : nil
+        var unused: UInt32 = 0
+        return withUnsafeMutablePointer(to: &unused) { word in
+            send(value, claimInPlace: false, word: ClaimWord(word: word), wakeups: &wakeups, claim: &claim)
+        } ? wakeups : nil
+    }
+
+    // MARK: - The in-place claim
+    //
+    // A value handed in place to a command's one idle `.immediate` observer (a kept stage's common
+    // case) claims the observer in the same lock round as the send. The claim is kept in the lock's
+    // ``ClaimWord``, not in the record's `scheduled` flag, so that the delivering thread ends it with
+    // one compare-and-swap (``ClaimWord/release()``) instead of a second lock round. A lock round
+    // that reads or changes the observers' `scheduled` flags (or removes an observer) first settles
+    // the claim (``settleInPlaceClaim(_:)``): a claim still outstanding (claimed, neither released
+    // nor poked) is poked and its record marked `scheduled`, so the delivering thread, finding its
+    // release refused, takes the lock and looks (``idleAfterInPlace(_:word:)``) as any in-place
+    // delivery did; a released claim left nothing to settle (its record was never marked). The
+    // claimed record is `observers[0]`: a claim needs a single observer, and nothing removes one
+    // without settling first. So past the settling, the machine only ever sees `scheduled`; the
+    // functions that touch it take a ``ClaimsSettled``, which only the settling makes (or, before
+    // the command executes, when nothing can be claimed, ``noClaimBeforeExecuting()``). Rounds
+    // that do not touch observers (most of a command's life) pay nothing.
+
+    /// Settles an outstanding claim (see above): one load of the word when nothing is claimed.
+    @discardableResult
+    @inline(__always)
+    mutating func settleInPlaceClaim(_ word: ClaimWord) -> ClaimsSettled {
+        if word.isClaimed { settleClaim(word) }
+        return ClaimsSettled(word)
+    }
+
+    @inline(never)
+    private mutating func settleClaim(_ word: ClaimWord) {
+        precondition(!observers.isEmpty, "CommandStateMachine: an in-place claim's observer was removed unsettled")
+        // Still delivering: from now on an ordinary scheduled delivery, which its thread ends under
+        // the lock. (If it released the claim in between, the poke says so and clears the word.)
+        if word.poke() { observers[0].scheduled = true }
+    }
+
+    /// Before the command executes no value was sent, so no claim can be outstanding: nothing to
+    /// settle.
+    func noClaimBeforeExecuting() -> ClaimsSettled {
+        switch lifecycle {
+        case .pending, .claimed, .waiting, .enqueued, .endedBeforeStart: break
+        case .executing, .finished: assertionFailure("CommandStateMachine: claims not settled after the start")
+        }
+        return ClaimsSettled(nil)
     }
 
     /// A value from `run`; false when ignored (not executing). The observers to wake are added to
     /// `wakeups`. With `claimInPlace`, the first `.immediate` observer that is idle and has had every
-    /// earlier value is claimed for this value at once (marked scheduled, its cursor past it) and
-    /// put in `claim`: the caller delivers it in place, without a second lock to claim it. The
-    /// results are written to the caller's variables, not returned: a returned tuple of a list and an
-    /// optional was copied and destroyed through outlined functions on every value.
+    /// earlier value is claimed for this value at once (its cursor past it; marked scheduled, or for
+    /// a command's one observer claimed in `word`, see above) and put in `claim`: the caller delivers
+    /// it in place, without a second lock to claim it. The results are written to the caller's
+    /// variables, not returned: a returned tuple of a list and an optional was copied and destroyed
+    /// through outlined functions on every value.
     @inline(__always)
     mutating func send<Output: Sendable>(
-        _ value: Output, claimInPlace: Bool, wakeups: inout Wakeups, claim: inout InPlaceClaim?
+        _ value: Output, claimInPlace: Bool, word: ClaimWord, wakeups: inout Wakeups, claim: inout InPlaceClaim?
     ) -> Bool {
         guard case .executing = lifecycle else { return false }
+        settleInPlaceClaim(word)
         let index = log.endIndex
         // A hot source's common case: nothing kept for late observers (`replay` `.none`), nothing
         // pending, one idle `.immediate` observer up to date, which the caller hands the value to in
         // place. The log only counts the value: it is never stored, so never copied nor destroyed.
         // A kept stage's common case (a combinator node, `replay` `.latest`): the same, with the log's one
         // kept value replaced in place (no append, no trim, no loop over the observers).
+        // The claim goes in `word` (free unless an earlier claim's thread has not cleared it yet).
         if claimInPlace && observers.count == 1 && observers[0].kind == .events && !observers[0].scheduled
-            && observers[0].context.isImmediate && observers[0].cursor == index
+            && observers[0].context.isImmediate && observers[0].cursor == index && word.isFree
             && (replay == .none ? log.skipIfEmpty() : replay == .latest && log.replaceOnlyValue(with: value))
         {
-            observers[0].scheduled = true
             observers[0].cursor = index + 1
-            claim = InPlaceClaim(observer: observers[0].id, box: Unmanaged.passUnretained(observers[0].sink))
+            word.claim()
+            claim = InPlaceClaim(
+                observer: observers[0].id, box: Unmanaged.passUnretained(observers[0].sink), lockFree: true)
             return true
         }
         log.append(value)
@@ -47,7 +107,8 @@ extension CommandStateMachine {
                 if claimInPlace && claim == nil && context.isImmediate && observers[slot].cursor == index {
                     observers[slot].cursor = index + 1
                     claim = InPlaceClaim(
-                        observer: observers[slot].id, box: Unmanaged.passUnretained(observers[slot].sink))
+                        observer: observers[slot].id, box: Unmanaged.passUnretained(observers[slot].sink),
+                        lockFree: false)
                 } else {
                     wakeups.append(wakeup(at: slot))
                 }
@@ -61,9 +122,10 @@ extension CommandStateMachine {
     /// Detaches a consumer's observer; true when the command should now be cancelled (no consumer
     /// left, not executed directly, not ended).
     @inline(__always)
-    mutating func releaseConsumer(observer: UInt64) -> Bool {
+    mutating func releaseConsumer(observer: UInt64, word: ClaimWord) -> Bool {
+        let settled = settleInPlaceClaim(word)
         guard let index = observerIndex(observer) else { return false }
-        removeObserver(at: index)
+        removeObserver(at: index, settled)
         trim()
         consumers -= 1
         return consumers == 0 && !pinned && outcome == nil
@@ -106,15 +168,16 @@ extension CommandStateMachine {
     }
 
     @inline(__always)
-    mutating func removeObserver(_ id: UInt64) {
-        if let index = observerIndex(id) { removeObserver(at: index) }
+    mutating func removeObserver(_ id: UInt64, word: ClaimWord) {
+        let settled = settleInPlaceClaim(word)
+        if let index = observerIndex(id) { removeObserver(at: index, settled) }
         trim()
     }
 
     /// Removes the observer at `index`. If a drain or an in-place delivery is under way for it
     /// (`scheduled`), its sink is kept (``RareFields/retiredSinks``) until that delivery finds it
     /// gone: an in-place delivery calls the sink unretained.
-    mutating func removeObserver(at index: Int) {
+    mutating func removeObserver(at index: Int, _ settled: ClaimsSettled) {
         if observers[index].scheduled {
             rare.retiredSinks.append((observers[index].id, observers[index].sink))
         }
@@ -145,9 +208,10 @@ extension CommandStateMachine {
     /// `slot`). A value is never claimed once the command was cancelled: that is what makes "no value
     /// callback starts after `cancel()` returned" hold.
     @inline(__always)
-    mutating func nextDelivery<Output: Sendable>(for observer: UInt64, into slot: UnsafeMutablePointer<Output>)
-        -> Delivery
-    {
+    mutating func nextDelivery<Output: Sendable>(
+        for observer: UInt64, into slot: UnsafeMutablePointer<Output>, word: ClaimWord
+    ) -> Delivery {
+        settleInPlaceClaim(word)
         guard let index = observerIndex(observer) else {
             releaseRetiredSink(of: observer)
             return .idle
@@ -182,10 +246,12 @@ extension CommandStateMachine {
         return .idle
     }
 
-    /// After a value was delivered in place to `observer`: marks it idle if nothing else waits for it
-    /// (the common case, one lock and no drain); false if something does, and the caller drains.
+    /// After a value was delivered in place to `observer` (and a lock-free claim's release was
+    /// refused: see ``settleInPlaceClaim(_:)``): marks it idle if nothing else waits for it (one lock
+    /// and no drain); false if something does, and the caller drains.
     @inline(__always)
-    mutating func idleAfterInPlace(_ observer: UInt64) -> Bool {
+    mutating func idleAfterInPlace(_ observer: UInt64, word: ClaimWord) -> Bool {
+        settleInPlaceClaim(word)
         guard let index = observerIndex(observer) else {
             releaseRetiredSink(of: observer)
             return true
@@ -196,10 +262,12 @@ extension CommandStateMachine {
     }
 
     /// The next event for `observer`, as a value (for tests of the machine without threads).
-    mutating func nextEvent<Output: Sendable>(for observer: UInt64, as type: Output.Type) -> CommandEvent<Output>? {
+    mutating func nextEvent<Output: Sendable>(for observer: UInt64, as type: Output.Type, word: ClaimWord)
+        -> CommandEvent<Output>?
+    {
         let slot = UnsafeMutablePointer<Output>.allocate(capacity: 1)
         defer { slot.deallocate() }
-        switch nextDelivery(for: observer, into: slot) {
+        switch nextDelivery(for: observer, into: slot, word: word) {
         case .value: return .value(slot.move())
         case .terminal(let outcome, _): return outcome.event()
         case .state, .idle: return nil
@@ -207,24 +275,26 @@ extension CommandStateMachine {
     }
 
     /// The next state change for `observer` (for tests of the machine without threads).
-    mutating func nextState<Output: Sendable>(for observer: UInt64, as type: Output.Type) -> CommandState? {
+    mutating func nextState<Output: Sendable>(for observer: UInt64, as type: Output.Type, word: ClaimWord)
+        -> CommandState?
+    {
         let slot = UnsafeMutablePointer<Output>.allocate(capacity: 1)
         defer { slot.deallocate() }
-        if case .state(let state, _) = nextDelivery(for: observer, into: slot) { return state }
+        if case .state(let state, _) = nextDelivery(for: observer, into: slot, word: word) { return state }
         return nil
     }
 
     /// `run` began: state observers hear about it.
     @inline(__always)
-    mutating func wakeStateObservers() -> Wakeups {
-        wake { $0.kind == .states }
+    mutating func wakeStateObservers(_ settled: ClaimsSettled) -> Wakeups {
+        wake(settled) { $0.kind == .states }
     }
 
     @inline(__always)
-    mutating func wakeAll() -> Wakeups { wake { _ in true } }
+    mutating func wakeAll(_ settled: ClaimsSettled) -> Wakeups { wake(settled) { _ in true } }
 
     @inline(__always)
-    mutating func wake(_ include: (ObserverRecord) -> Bool) -> Wakeups {
+    mutating func wake(_ settled: ClaimsSettled, _ include: (ObserverRecord) -> Bool) -> Wakeups {
         var wakeups = Wakeups()
         var index = 0
         while index < observers.count {

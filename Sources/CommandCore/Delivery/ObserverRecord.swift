@@ -89,12 +89,14 @@ struct Wakeup: Sendable {
 }
 
 /// An observer claimed for a value as it was sent, to be delivered in place (see
-/// `CommandStateMachine.send(_:claimInPlace:wakeups:claim:)`); its id and its ``SinkBox``, not
+/// `CommandStateMachine.send(_:claimInPlace:word:wakeups:claim:)`); its id and its ``SinkBox``, not
 /// retained: the observer's record holds the box, and a record removed while claimed leaves its box
 /// in ``RareFields/retiredSinks`` until the claim's idle mark (no retain and release per value).
 struct InPlaceClaim {
     let observer: UInt64
     let box: Unmanaged<AnyObject>
+    /// Claimed in the lock's ``ClaimWord``: released without the lock when nothing poked it.
+    let lockFree: Bool
 }
 
 /// The drains to schedule after a change: the first inline, so waking one observer (the common

@@ -130,7 +130,7 @@ extension Command {
     /// caller executes.
     func registerAfterWalk(_ walk: UInt64, cycleError: CommandError?) -> [CommandNode] {
         if let error = cycleError {
-            if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+            if let ending = machine.withLock({ $0.terminate(.failed(error), word: $1) }) { perform(ending) }
             return []
         }
         let dependencies: OperationList
@@ -145,7 +145,7 @@ extension Command {
             perform(placement, lane: false)
             return []
         case .fail(let error):
-            if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+            if let ending = machine.withLock({ $0.terminate(.failed(error), word: $1) }) { perform(ending) }
             return []
         case .evaluateGate:
             arriveAtGate(lane: false)
@@ -279,12 +279,12 @@ extension Command {
         case .none:
             if !isSelf { trackReadiness(of: operation, node: node) }
         case .failNow(let error):
-            if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+            if let ending = machine.withLock({ $0.terminate(.failed(error), word: $1) }) { perform(ending) }
         case .ignoredFinished:
             diagnose(.alreadyFinished, "addDependency(\(operationName(operation))) after the command ended is ignored.")
         case .failAfterStart:
             let error = CommandError.dependencyAddedAfterStart(displayName, dependency: operationName(operation))
-            if let ending = machine.withLock({ $0.terminate(.failed(error)) }) { perform(ending) }
+            if let ending = machine.withLock({ $0.terminate(.failed(error), word: $1) }) { perform(ending) }
         case .registerLate:
             trackReadiness(of: operation, node: node)
             if let node {

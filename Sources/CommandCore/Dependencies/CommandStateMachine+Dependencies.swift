@@ -60,7 +60,7 @@ extension CommandStateMachine {
             if misuse == nil { misuse = error }
             return nil
         case .waiting:
-            return end(.failed(error))
+            return end(.failed(error), noClaimBeforeExecuting())
         default:
             return nil
         }
@@ -204,7 +204,7 @@ extension CommandStateMachine {
         }
         switch dependencyPolicy {
         case .cancelIfAnyFails:
-            if let failure { return .ended(end(.cancelled(failure))) }
+            if let failure { return .ended(end(.cancelled(failure), noClaimBeforeExecuting())) }
         case .runRegardless:
             break
         case .runOnFirstSuccess:
@@ -215,7 +215,7 @@ extension CommandStateMachine {
             }
             if remaining == 1, dependencies.count > 0, let last = lastDependencyFailure {
                 // Every dependency ended without success.
-                return .ended(end(.cancelled(last)))
+                return .ended(end(.cancelled(last), noClaimBeforeExecuting()))
             }
         }
         if remaining > 1 {

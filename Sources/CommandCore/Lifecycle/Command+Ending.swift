@@ -3,7 +3,7 @@ import Foundation
 // A terminal event from the result sink, and what an ending does once the command's lock is released.
 extension Command {
     func receiveTerminal(_ outcome: Termination, event: @autoclosure () -> String) {
-        guard let ending = machine.withLock({ $0.finish(outcome) }) else {
+        guard let ending = machine.withLock({ $0.finish(outcome, word: $1) }) else {
             if !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "\(event()) was called after the terminal event; it is ignored.")
             }
@@ -13,7 +13,7 @@ extension Command {
     }
 
     func receiveSuccess(_ value: Output) {
-        guard let ending = machine.withLock({ $0.succeed(value) }) else {
+        guard let ending = machine.withLock({ $0.succeed(value, word: $1) }) else {
             if !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "succeed(\(value)) was called after the terminal event; it is ignored.")
             }
@@ -29,7 +29,7 @@ extension Command {
 
     /// Tells a graph or group that this command ended, through the delivery trampoline as an observer
     /// would be: a group whose next child ends inside this call (a combinator child, run in place)
-    /// nests at most ``Trampoline/maxNesting`` levels, then queues, so a sequential group of 10,000
+    /// nests within ``Trampoline/nestingBudget`` bytes of stack, then queues, so a sequential group of 10,000
     /// such children does not grow the stack by 10,000 levels.
     private func tell(_ watch: EndWatch, _ state: CommandState) {
         let queue = Trampoline.deliveriesQueue

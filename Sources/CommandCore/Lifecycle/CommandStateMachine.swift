@@ -330,7 +330,10 @@ struct CommandStateMachine: Sendable {
     var retainedValueCount: Int { log.endIndex - log.startIndex }
 
     @inline(__always)
-    mutating func end(_ outcome: Termination) -> Ending {
+    mutating func end(_ outcome: Termination, _ settled: ClaimsSettled) -> Ending {
+        // For the release of the run's result, which then needs no lock (`Command.resultReleased`).
+        // An end before the start has no word here, and no run.
+        settled.word?.markEnded()
         timing.endedAt = CommandTiming.now
         let wasExecuting = isExecuting
         let postFinished: Bool
@@ -352,7 +355,7 @@ struct CommandStateMachine: Sendable {
         let ending = Ending(
             outcome: outcome, wasExecuting: wasExecuting, postFinished: postFinished,
             cancelable: outcome.isCancelled ? cancelable : nil, dependents: dependents,
-            wakeups: wakeAll(), inputs: runInProgress ? [] : inputs, progress: progress, gate: endGate(),
+            wakeups: wakeAll(settled), inputs: runInProgress ? [] : inputs, progress: progress, gate: endGate(),
             observers: lifecycleObservers, endWatch: endWatch)
         endWatch = nil
         if !runInProgress { inputs = [] }
@@ -364,24 +367,25 @@ struct CommandStateMachine: Sendable {
 
     /// A terminal event from `run` (complete or fail); only while executing.
     @inline(__always)
-    mutating func finish(_ outcome: Termination) -> Ending? {
+    mutating func finish(_ outcome: Termination, word: ClaimWord) -> Ending? {
         guard case .executing = lifecycle else { return nil }
-        return end(outcome)
+        return end(outcome, settleInPlaceClaim(word))
     }
 
     /// `succeed`: a value and completion in one step, so observers are woken once, not twice.
     @inline(__always)
-    mutating func succeed<Output: Sendable>(_ value: Output) -> Ending? {
+    mutating func succeed<Output: Sendable>(_ value: Output, word: ClaimWord) -> Ending? {
         guard case .executing = lifecycle else { return nil }
+        let settled = settleInPlaceClaim(word)
         log.append(value)
-        return end(.completed)
+        return end(.completed, settled)
     }
 
     /// Cancel, the execute token or a dependency-independent failure (cycle, misuse, late dependency):
     /// from any state that has not ended.
     @inline(__always)
-    mutating func terminate(_ outcome: Termination) -> Ending? {
+    mutating func terminate(_ outcome: Termination, word: ClaimWord) -> Ending? {
         if self.outcome != nil { return nil }
-        return end(outcome)
+        return end(outcome, settleInPlaceClaim(word))
     }
 }

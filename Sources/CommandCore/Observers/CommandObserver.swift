@@ -113,7 +113,7 @@ extension Command: TimesOut {
         let error = CommandError(
             code: .timedOut, command: displayName,
             message: "'\(displayName)' did not end within \(interval) (a TimeoutObserver cancelled it).")
-        if let ending = machine.withLock({ $0.terminate(.cancelled(error)) }) { perform(ending) }
+        if let ending = machine.withLock({ $0.terminate(.cancelled(error), word: $1) }) { perform(ending) }
     }
 }
 

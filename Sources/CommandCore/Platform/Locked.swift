@@ -6,6 +6,7 @@
     internal import CommandAtomics
 #elseif canImport(Darwin)
     import Darwin
+    internal import CommandAtomics
 #else
     #error("AwesomeCommand needs Glibc, Musl or Darwin (a POSIX C library) for its locks and threads")
 #endif
@@ -38,16 +39,77 @@ package struct Locked<Value>: @unchecked Sendable {
 
     @inline(__always)
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        try storage.withLock { value, _ in try body(&value) }
+    }
+
+    /// `withLock`, with the lock's in-place claim word (see ``ClaimWord``).
+    @inline(__always)
+    func withLockAndClaimWord<Result>(_ body: (inout Value, ClaimWord) throws -> Result) rethrows -> Result {
         try storage.withLock(body)
     }
+
+    /// The in-place claim word beside the lock, for a claim's release without the lock.
+    @inline(__always)
+    var claimWord: ClaimWord { storage.withUnsafeMutablePointerToElements { LockStorage<Value>.claimWord($0) } }
+}
+
+/// Bits beside a command's lock that a thread may read or write without taking it: the in-place claim,
+/// released without the lock by the one thread that delivers a value in place (a single
+/// compare-and-swap where a second lock round was: see `CommandStateMachine.settleInPlaceClaim(_:)`),
+/// and the command's end, set under the lock as it ends and read without it where a run's result is
+/// released. A pointer into the lock's allocation, valid while its ``Locked`` lives; tests of the
+/// state machine point it at a word of their own.
+struct ClaimWord {
+    let word: UnsafeMutablePointer<UInt32>
+
+    /// No claim outstanding (claimed nor poked).
+    @inline(__always)
+    var isFree: Bool { command_claim_load(word) == 0 }
+    /// A claim was made and not released or poked since.
+    @inline(__always)
+    var isClaimed: Bool { command_claim_load(word) == COMMAND_CLAIM_CLAIMED }
+
+    /// Under the lock, with none outstanding: claims.
+    @inline(__always)
+    func claim() { command_claim_set(word) }
+
+    /// Under the lock: pokes the claim; false if its thread had released it already (the word is then
+    /// cleared).
+    @inline(__always)
+    func poke() -> Bool {
+        if command_claim_poke(word) & COMMAND_CLAIM_CLAIMED != 0 { return true }
+        command_claim_clear(word)
+        return false
+    }
+
+    /// Under the lock, by the delivering thread after a poke: no claim outstanding any more.
+    @inline(__always)
+    func clear() { command_claim_clear(word) }
+
+    /// Without the lock, by the delivering thread: true when released; false when it was poked (take
+    /// the lock, ``clear()`` and look).
+    @inline(__always)
+    func release() -> Bool { command_claim_release(word) != 0 }
+
+    /// Under the lock, as the command ends (once).
+    @inline(__always)
+    func markEnded() { command_claim_mark_ended(word) }
+
+    /// The command ended (``markEnded()``), seen without the lock.
+    @inline(__always)
+    var hasEnded: Bool { command_claim_ended(word) != 0 }
 }
 
 #if canImport(Darwin)
-    /// The lock word of ``LockStorage``.
-    typealias LockWord = os_unfair_lock_s
+    /// The lock word of ``LockStorage``: the lock, and the in-place claim word (``ClaimWord``).
+    struct LockWord {
+        var lock = os_unfair_lock_s()
+        var claim: UInt32 = 0
+    }
 #else
-    /// The lock word of ``LockStorage``: the futex word; the lock's kind (contended or not) and the
-    /// holder's thread id (debug builds). See `CommandAtomics.h`.
+    /// The lock word of ``LockStorage``: the futex word; the lock's kind (contended or not), the
+    /// in-place claim bits (``ClaimWord``) and the holder's thread id (debug builds). See
+    /// `CommandAtomics.h`.
     struct LockWord {
         var state: UInt32 = 0
         var kindAndOwner: UInt32 = 0
@@ -61,7 +123,7 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
         let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
         storage.withUnsafeMutablePointerToElements { word in
             #if canImport(Darwin)
-                word.initialize(to: os_unfair_lock_s())
+                word.initialize(to: LockWord())
             #else
                 word.initialize(to: LockWord(kindAndOwner: contended ? COMMAND_LOCK_CONTENDED : 0))
             #endif
@@ -73,8 +135,8 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
         // The header (the value) is destroyed by ManagedBuffer itself.
         let held = withUnsafeMutablePointerToElements { word in
             #if canImport(Darwin)
-                guard os_unfair_lock_trylock(word) else { return true }
-                os_unfair_lock_unlock(word)
+                guard os_unfair_lock_trylock(Self.lock(word)) else { return true }
+                os_unfair_lock_unlock(Self.lock(word))
                 return false
             #else
                 return command_lock_is_held(Self.words(word)) != 0
@@ -83,23 +145,41 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
         precondition(!held, "Locked: a lock was destroyed while held")
     }
 
-    #if !canImport(Darwin)
+    #if canImport(Darwin)
+        /// The lock itself.
+        @inline(__always)
+        private static func lock(_ word: UnsafeMutablePointer<LockWord>) -> UnsafeMutablePointer<os_unfair_lock_s> {
+            UnsafeMutableRawPointer(word).assumingMemoryBound(to: os_unfair_lock_s.self)
+        }
+
+        /// The in-place claim word.
+        @inline(__always)
+        static func claimWord(_ word: UnsafeMutablePointer<LockWord>) -> ClaimWord {
+            ClaimWord(word: (UnsafeMutableRawPointer(word) + 4).assumingMemoryBound(to: UInt32.self))
+        }
+    #else
         /// The lock's two words, as `CommandAtomics` reads them.
         @inline(__always)
         private static func words(_ word: UnsafeMutablePointer<LockWord>) -> UnsafeMutablePointer<UInt32> {
             UnsafeMutableRawPointer(word).assumingMemoryBound(to: UInt32.self)
         }
+
+        /// The in-place claim word: the lock's second word, whose claim bits are its own.
+        @inline(__always)
+        static func claimWord(_ word: UnsafeMutablePointer<LockWord>) -> ClaimWord {
+            ClaimWord(word: words(word) + 1)
+        }
     #endif
 
     @inline(__always)
-    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    func withLock<Result>(_ body: (inout Value, ClaimWord) throws -> Result) rethrows -> Result {
         try withUnsafeMutablePointers { value, word in
             #if canImport(Darwin)
                 #if DEBUG
-                    os_unfair_lock_assert_not_owner(word)
+                    os_unfair_lock_assert_not_owner(Self.lock(word))
                 #endif
-                os_unfair_lock_lock(word)
-                defer { os_unfair_lock_unlock(word) }
+                os_unfair_lock_lock(Self.lock(word))
+                defer { os_unfair_lock_unlock(Self.lock(word)) }
             #else
                 #if DEBUG
                     // A lock this thread holds would never be released: stop with a message instead.
@@ -119,7 +199,7 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
                     command_lock_unlock(Self.words(word))
                 }
             #endif
-            return try body(&value.pointee)
+            return try body(&value.pointee, Self.claimWord(word))
         }
     }
 }

@@ -7,9 +7,9 @@ internal import CommandAtomics
 /// (OpenCombine crashes near 580 stages here). Instead, the first call on a thread runs a loop; a
 /// call made from inside it is queued (FIFO) and run by that loop once the current one returns. Each
 /// observer's own order is kept by its mailbox; the stack depth stays constant. For ``deliveries``
-/// only, a value handed to an idle observer may also run in place, nested in the loop, up to
-/// ``maxNesting`` levels (``deliverNow(on:_:)``): cheaper (no queue entry, no second lock), still
-/// bounded.
+/// only, a value handed to an idle observer may also run in place, nested in the loop, while the
+/// nesting has used less than ``nestingBudget`` bytes of stack (``deliverNow(on:_:)``): cheaper (no
+/// queue entry, no second lock), still bounded.
 ///
 /// Three independent loops: ``deliveries`` for `.immediate` deliveries, ``cancels`` for a cancel
 /// walking up a chain (cancelling the last of 10,000 stages cancels its input, which cancels its
@@ -25,20 +25,26 @@ package final class Trampoline: Sendable {
         @exclusivity(unchecked) var blocks: [Entry] = []
         @exclusivity(unchecked) var head = 0
         @exclusivity(unchecked) var running = false
-        /// Deliveries nested in the running loop right now (see ``Trampoline/deliverNow(on:_:)``).
-        @exclusivity(unchecked) var depth = 0
+        /// The lowest stack address at which a delivery may still start nested in the running loop: the
+        /// loop's own frame less ``Trampoline/nestingBudget``; 0 while no loop runs (anything may run
+        /// now: it becomes the loop), `UInt.max` inside ``Trampoline/queueing(_:)`` (nothing may).
+        /// Stacks grow down on every platform this package supports.
+        @exclusivity(unchecked) var stackFloor: UInt = 0
         /// Inside ``Trampoline/queueing(_:)``: nothing may be delivered in place.
         @exclusivity(unchecked) var queueingOnly = 0
     }
 
-    /// How many deliveries may nest inside the running loop before the next one is queued: a value
-    /// going down a chain is handed from stage to stage in place (no queue, no second lock) up to
-    /// this depth, so the stack stays bounded whatever the chain's length. A level is a node: a kept
-    /// `map` stage measured 544 bytes of stack in a release build and 2.2 KiB in a debug build, but a
-    /// fused node runs up to 32 stage closures nested in its level, and 32 levels of those overflowed
-    /// a 512 KiB thread under AddressSanitizer (`FusionTests`), so the bound stays 16. Each time it is
-    /// reached the value goes through the queue instead (about 1,900 instructions, callgrind).
-    static let maxNesting = 16
+    /// How much stack, in bytes below the running loop's frame, deliveries may use nested in it before
+    /// the next one is queued: a value going down a chain is handed from stage to stage in place (no
+    /// queue, no second lock) while the stack has room, so the stack stays bounded whatever the
+    /// chain's length. Bytes, not levels, because a level's frame varies tenfold: a kept `map` stage
+    /// measured 544 bytes in a release build and 2.2 KiB in a debug build, and a fused node runs up to
+    /// 32 stage closures nested in its level (32 levels of those overflowed a 512 KiB thread under
+    /// AddressSanitizer). The check is made before each level, so the stack used is at most this
+    /// plus one level: 64 KiB keeps a 512 KiB thread (Apple's secondary threads) far from its end in
+    /// every build, and lets about 100 kept stages of a release build nest before the value goes
+    /// through the queue (about 2,000 instructions each time, callgrind).
+    static let nestingBudget: UInt = 64 * 1024
 
     /// Queued work: a block, or an observer's drain (a function made once per command, its
     /// argument, and the command kept alive until it ran: nothing allocated per value).
@@ -85,12 +91,20 @@ package final class Trampoline: Sendable {
     }
 
     /// Whether a delivery may run right now, in place, on this thread: no loop runs (it becomes the
-    /// loop), or one runs and nesting is allowed (not too deep, not inside ``queueing(_:)``).
+    /// loop), or one runs and nesting is allowed (the stack above its floor, not inside
+    /// ``queueing(_:)``): one comparison.
     @inline(__always)
     static func mayDeliverNow(_ queue: Unmanaged<Queue>) -> Bool {
-        queue._withUnsafeGuaranteedRef { queue in
-            !queue.running || (queue.queueingOnly == 0 && queue.depth < Self.maxNesting)
-        }
+        queue._withUnsafeGuaranteedRef { queue in command_stack_address() > queue.stackFloor }
+    }
+
+    /// This thread becomes the loop: no nested delivery below the budget (none at all inside
+    /// ``queueing(_:)``).
+    @inline(__always)
+    private static func begin(_ queue: Queue) {
+        queue.running = true
+        let here = command_stack_address()
+        queue.stackFloor = queue.queueingOnly > 0 ? UInt.max : here - min(here, nestingBudget)
     }
 
     /// Runs `body` now, after ``mayDeliverNow(_:)`` said so: nested in the running loop, or as the
@@ -99,12 +113,10 @@ package final class Trampoline: Sendable {
     static func deliverNow(on queue: Unmanaged<Queue>, _ body: () -> Void) {
         queue._withUnsafeGuaranteedRef { queue in
             if queue.running {
-                queue.depth += 1
                 body()
-                queue.depth -= 1
                 return
             }
-            queue.running = true
+            begin(queue)
             body()
             Self.drainQueued(queue)
         }
@@ -115,7 +127,12 @@ package final class Trampoline: Sendable {
     package static func queueing<Result>(_ body: () throws -> Result) rethrows -> Result {
         let queue = deliveries.perThread.current
         queue.queueingOnly += 1
-        defer { queue.queueingOnly -= 1 }
+        let floor = queue.stackFloor
+        if queue.running { queue.stackFloor = UInt.max }
+        defer {
+            queue.queueingOnly -= 1
+            if queue.running { queue.stackFloor = floor }
+        }
         return try body()
     }
 
@@ -138,7 +155,7 @@ package final class Trampoline: Sendable {
             queue.blocks.append(entry)
             return
         }
-        queue.running = true
+        Self.begin(queue)
         entry()
         Self.drainQueued(queue)
     }
@@ -154,5 +171,6 @@ package final class Trampoline: Sendable {
         if !queue.blocks.isEmpty { queue.blocks.removeAll(keepingCapacity: queue.blocks.count <= 256) }
         queue.head = 0
         queue.running = false
+        queue.stackFloor = 0
     }
 }

@@ -23,12 +23,13 @@ extension CommandStateMachine {
             startedExternally = true
             return .none
         case .enqueued:
+            let settled = noClaimBeforeExecuting()
             lifecycle = .executing
             timing.startedAt = CommandTiming.now
             timing.threadID = CommandTiming.currentThread
             didExecute = true
             runInProgress = true
-            return .run(wakeups: wakeStateObservers())
+            return .run(wakeups: wakeStateObservers(settled))
         case .endedBeforeStart where queue.holder != nil && !startedByHoldingQueue:
             // The engine's queue holds the command object: only that queue may finish it.
             if external { startedExternally = true }
