@@ -40,6 +40,43 @@ import Testing
         #expect(onQueue.eventsAfterTerminal == 0)
     }
 
+    /// One `.immediate` observer of a subject, sent to from four threads at once with no lock of their
+    /// own: each value is handed in place by whichever thread sent it while the observer was idle,
+    /// or kept for the thread delivering in place, whose claim's release (without the lock) is then
+    /// refused so that it delivers the value too. Every value arrives once, each thread's values in
+    /// its order, never two callbacks at once, then one terminal event. With nothing kept and with
+    /// the latest kept (a hot source; a kept stage).
+    @Test(arguments: [ReplayPolicy.none, .latest])
+    func valuesFromSeveralThreads_toOneImmediateObserver_inPlace_allArriveOnce_inOrder_neverOverlapping(
+        replay: ReplayPolicy
+    ) async {
+        let threads = 4
+        let perThread = 20_000
+        let subject = CommandSubject<Int>(replay: replay)
+        let recorder = Recorder<Int>()
+        subject.execute(on: .immediate, recorder.handler)
+        // Threads of their own (a pool may run the loops one after the other).
+        let sent = Checkpoint(count: threads)
+        for thread in 0..<threads {
+            Thread {
+                for index in 0..<perThread { subject.send(thread * perThread + index) }
+                sent.fulfill()
+            }.start()
+        }
+        #expect(await sent.wait())
+        subject.complete()
+        #expect(await recorder.waitForTerminal())
+        let values = recorder.values
+        #expect(values.count == threads * perThread)
+        #expect(Set(values).count == threads * perThread, "each value once")
+        for thread in 0..<threads {
+            let mine = values.filter { $0 / perThread == thread }
+            #expect(
+                mine == Array(thread * perThread..<(thread + 1) * perThread), "thread \(thread)'s values in its order")
+        }
+        #expect(recorder.overlapCount == 0 && recorder.terminalCount == 1 && recorder.eventsAfterTerminal == 0)
+    }
+
     @Test func cancel_racingSendAndComplete_exactlyOneTerminal_atMostTheClaimedValueAfterCancelReturned() async {
         let rounds = 10_000
         let allDone = Checkpoint(count: rounds)
