@@ -4,7 +4,7 @@
 # `chain`: instructions per command of a chain built, run and released (2,000 and 6,000 commands);
 # `handwritten`: the same for the Graph suite's hand-written executor (BlockOperations);
 # `exclusivechain`, `exclusivefanin`, `fanin`: a chain, or independent commands through one sink, each
-# command holding the category "x" (or none, `fanin`); `groupchain`, `graphchain`: a chain run as a
+# command holding the category "x" (or none, `fanin`; or 1-3 of 8 categories, `exclusive8fanin`); `groupchain`, `graphchain`: a chain run as a
 # `GroupCommand`'s children, or in a `Graph`; `zip2`, `combinelatest2`: two subjects into zip(a, b) or
 # combineLatest(a, b) then a map, each value sent to both (per value: one send to each).
 # Usage: scripts/callgrind-value-path.sh [case...]   (default: map100 filtermap flatmap send chain)
@@ -18,7 +18,7 @@ count() {
         sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 for name in "${cases[@]}"; do
-    if [ "$name" = chain ] || [ "$name" = exclusivechain ] || [ "$name" = exclusivefanin ] || [ "$name" = fanin ] ||
+    if [ "$name" = chain ] || [ "$name" = exclusivechain ] || [ "$name" = exclusivefanin ] || [ "$name" = exclusive8fanin ] || [ "$name" = fanin ] ||
         [ "$name" = handwritten ] || [ "$name" = groupchain ] || [ "$name" = graphchain ]; then
         low=$(count "$name" 2000)
         high=$(count "$name" 6000)

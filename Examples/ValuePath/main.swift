@@ -22,7 +22,7 @@ final class Counter: @unchecked Sendable {
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let values = Int(arguments[2]) else {
     print(
-        "usage: ValuePath map100|filtermap|flatmap|flatmapjust|kept100|send|chain|exclusivechain|exclusivefanin|fanin|groupchain|graphchain|handwritten <values>"
+        "usage: ValuePath map100|filtermap|flatmap|flatmapjust|kept100|send|chain|exclusivechain|exclusivefanin|exclusive8fanin|fanin|groupchain|graphchain|handwritten <values>"
     )
     exit(2)
 }
@@ -64,17 +64,24 @@ if arguments[1] == "handwritten" {
     exit(0)
 }
 
-if arguments[1] == "exclusivefanin" || arguments[1] == "fanin" {
-    // Independent commands each holding the category "x", executed through a sink that depends on
-    // them all: each waits its turn for the category (granted on the releasing thread).
+if arguments[1] == "exclusivefanin" || arguments[1] == "exclusive8fanin" || arguments[1] == "fanin" {
+    // Independent commands each holding the category "x" (or 1 to 3 of 8 categories, chosen by the
+    // index, as the Graph suite's), executed through a sink that depends on them all: each waits its
+    // turn for its categories (granted on the releasing thread).
     let released = DispatchGroup()
+    let names = (0..<8).map { "c\($0)" }
     do {
-        let nodes = (0..<values).map { _ in
+        let nodes = (0..<values).map { index in
             let command = Command<Void> { result in
                 result.succeed()
                 return nil
             }
             if arguments[1] == "exclusivefanin" { command.add(condition: MutuallyExclusive(category: "x")) }
+            if arguments[1] == "exclusive8fanin" {
+                for offset in 0...(index % 3) {
+                    command.add(condition: MutuallyExclusive(category: names[(index + offset * 3) % 8]))
+                }
+            }
             return command
         }
         let sink = Command<Void> { result in

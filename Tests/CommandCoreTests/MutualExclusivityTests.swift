@@ -383,6 +383,50 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
         #expect(book.waitingCount == 0)
     }
 
+    /// Requests for 1 to 3 of 8 categories, released one at a time in a random order: never two
+    /// holders of one category, each category's requests granted in their arrival order, every
+    /// request granted in the end; and the keys' numbers are given back (a process that names
+    /// categories without end keeps a bounded book).
+    @Test func manyRequestsForSomeOf8Categories_grantFirstInFirstOutPerCategory_andGiveTheirKeysBack() {
+        var book = ExclusivityBook()
+        var random = SystemRandomNumberGenerator()
+        let names = (0..<8).map { "c\($0)" }
+        var keysOf: [UInt64: [String]] = [:]
+        var arrivals: [String: [UInt64]] = [:]
+        var holding: Set<UInt64> = []
+        for index in 0..<400 {
+            let categories = (0...(index % 3)).map { names[(index + $0 * 3) % 8] }
+            let request = book.request(categories.map(key), name: "r\(index)", now: 0)
+            keysOf[request.ticket] = categories
+            for category in categories { arrivals[category, default: []].append(request.ticket) }
+            if request.granted { holding.insert(request.ticket) }
+        }
+        var grantedOrder: [String: [UInt64]] = [:]
+        for ticket in holding.sorted() {
+            for category in keysOf[ticket]! { grantedOrder[category, default: []].append(ticket) }
+        }
+        while let leaving = holding.randomElement(using: &random) {
+            holding.remove(leaving)
+            for granted in book.leave(leaving, now: 0) {
+                for category in keysOf[granted]! {
+                    #expect(!holding.contains { keysOf[$0]!.contains(category) }, "\(category) held twice")
+                    grantedOrder[category, default: []].append(granted)
+                }
+                holding.insert(granted)
+            }
+        }
+        #expect(book.waitingCount == 0)
+        for category in names { #expect(grantedOrder[category] == arrivals[category], "\(category) in arrival order") }
+        #expect(book.keysInUse == 0)
+        // Categories without end: each named once; the book keeps numbers for a bounded few.
+        for index in 0..<10_000 {
+            let request = book.request([key("once-\(index)")], name: "once", now: 0)
+            #expect(request.granted)
+            _ = book.leave(request.ticket, now: 0)
+        }
+        #expect(book.keysInUse == 0 && book.keysNumbered <= 130, "\(book.keysNumbered) numbers kept")
+    }
+
     @Test func scopes_keepAGroupsChildrenApartFromOtherHolders() {
         var book = ExclusivityBook()
         let group = ObjectIdentifier(NSObject())

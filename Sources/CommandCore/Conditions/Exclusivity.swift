@@ -73,15 +73,42 @@ struct ExclusivityBook: Sendable {
 
     private struct Request: Sendable {
         let ticket: UInt64
-        let keys: [Key]
+        /// The numbers of its keys (see `ids`).
+        let keys: KeyNumbers
         let label: Label
         /// Told when the request is granted after waiting (nil in tests of the book alone).
         let waiter: (any ExclusivityWaiter)?
     }
 
-    private var held: [Key: Holder] = [:]
+    // Keys are numbered while a ticket (waiting or holding) names them, so that a release's walk of
+    // the line indexes arrays instead of hashing keys: a dictionary look-up of a key hashes it with the
+    // dictionary's seed each time, about 100 instructions, and a walk over requests for 1 to 3 of 8
+    // categories made dozens of them a command (callgrind). A key no ticket names any more keeps its
+    // number (a chain of commands in one category would otherwise give it back and take it again on
+    // every command) until such idle keys are more than 64 and half the numbered ones: then they are
+    // all given back at once, so a process that makes categories without end keeps a bounded book.
+
+    /// The number of each key some ticket names.
+    private var ids: [Key: Int] = [:]
+    /// By number: the key (nil: the number is free).
+    private var keyOf: [Key?] = []
+    /// By number: its holder, if any.
+    private var heldBy: [Holder?] = []
+    /// By number: how many waiting requests need it.
+    private var wantedCount: [Int] = []
+    /// By number: how many tickets (waiting or holding) name it.
+    private var uses: [Int] = []
+    /// By number: the walk (``walks``) that last found it needed by an earlier waiting request.
+    private var blockedIn: [UInt64] = []
+    private var freeIDs: [Int] = []
+    /// How many numbered keys no ticket names.
+    private var idle = 0
+    /// How many numbers have `wantedCount` above 0.
+    private var wantedKeys = 0
+    private var walks: UInt64 = 0
+
     /// The keys each holding ticket holds.
-    private var holdings: [UInt64: [Key]] = [:]
+    private var holdings: [UInt64: KeyNumbers] = [:]
     /// Waiting requests in arrival order; a removed one leaves a hole (nil) until the next compaction,
     /// so taking a request out of a long line is O(1), not a shift of everything behind it.
     private var line: [Request?] = []
@@ -89,8 +116,6 @@ struct ExclusivityBook: Sendable {
     private var position: [UInt64: Int] = [:]
     /// `line` before this index holds only holes.
     private var head = 0
-    /// How many waiting requests need each key (no entry: none), so a request's check is O(its keys).
-    private var wanted: [Key: Int] = [:]
     private var nextTicket: UInt64 = 1
 
     /// Asks for `keys` for the command `name`: the ticket, and whether it was granted at once.
@@ -105,13 +130,15 @@ struct ExclusivityBook: Sendable {
     ) -> (ticket: UInt64, granted: Bool) {
         let ticket = nextTicket
         nextTicket += 1
-        let request = Request(ticket: ticket, keys: keys, label: label, waiter: waiter)
+        var numbers = KeyNumbers()
+        for key in keys { numbers.append(use(key)) }
+        let request = Request(ticket: ticket, keys: numbers, label: label, waiter: waiter)
         // Granted at once only if nobody waits for any of these keys and none is held.
-        let blocked = keys.contains { held[$0] != nil || wanted[$0] != nil }
+        let blocked = numbers.contains { heldBy[$0] != nil || wantedCount[$0] > 0 }
         if blocked {
             position[ticket] = line.count
             line.append(request)
-            for key in keys { wanted[key, default: 0] += 1 }
+            for id in numbers { want(id, by: 1) }
             return (ticket, false)
         }
         grant(request, now: now)
@@ -129,13 +156,18 @@ struct ExclusivityBook: Sendable {
         -> [(ticket: UInt64, waiter: (any ExclusivityWaiter)?)]
     {
         if let index = position[ticket] {
-            remove(at: index)
+            if let request = remove(at: index) {
+                for id in request.keys { unuse(id) }
+            }
         } else {
-            guard let keys = holdings.removeValue(forKey: ticket) else { return [] }
-            for key in keys { held[key] = nil }
+            guard let numbers = holdings.removeValue(forKey: ticket) else { return [] }
+            for id in numbers {
+                heldBy[id] = nil
+                unuse(id)
+            }
         }
         // Nobody waits: nothing to grant (the walk, and the compaction, are skipped).
-        if wanted.isEmpty {
+        if wantedKeys == 0 {
             compact()
             return []
         }
@@ -149,54 +181,88 @@ struct ExclusivityBook: Sendable {
     /// for a few categories is not walked to its end on every release).
     private mutating func grantWaiting(now: UInt64) -> [(ticket: UInt64, waiter: (any ExclusivityWaiter)?)] {
         var granted: [(ticket: UInt64, waiter: (any ExclusivityWaiter)?)] = []
-        var blocked = BlockedKeys()
+        walks += 1
+        let walk = walks
+        var blocked = 0
         var index = head
-        while index < line.count, blocked.count < wanted.count {
+        while index < line.count, blocked < wantedKeys {
             defer { index += 1 }
             guard let request = line[index] else { continue }
-            if request.keys.allSatisfy({ held[$0] == nil && !blocked.contains($0) }) {
-                remove(at: index)
+            if request.keys.allSatisfy({ heldBy[$0] == nil && blockedIn[$0] != walk }) {
+                _ = remove(at: index)
                 grant(request, now: now)
                 granted.append((request.ticket, request.waiter))
             } else {
-                for key in request.keys { blocked.insert(key) }
+                // Its keys, all wanted (it waits), now blocked for the requests behind it.
+                for id in request.keys where blockedIn[id] != walk {
+                    blockedIn[id] = walk
+                    blocked += 1
+                }
             }
         }
         return granted
     }
 
-    /// Keys an earlier waiting request needs, during one walk: usually a few, so a list (no hashing);
-    /// a set once there are many, so a line of thousands of categories is not walked quadratically.
-    private struct BlockedKeys {
-        private var few: [Key] = []
-        private var many: Set<Key>?
-
-        var count: Int { many?.count ?? few.count }
-
-        func contains(_ key: Key) -> Bool { many?.contains(key) ?? few.contains(key) }
-
-        mutating func insert(_ key: Key) {
-            if many != nil {
-                many!.insert(key)
-            } else if !few.contains(key) {
-                few.append(key)
-                if few.count > 16 { many = Set(few) }
-            }
+    /// The number of `key`, made if no ticket names it yet; one more use.
+    private mutating func use(_ key: Key) -> Int {
+        if let id = ids[key] {
+            if uses[id] == 0 { idle -= 1 }
+            uses[id] += 1
+            return id
         }
+        let id: Int
+        if let free = freeIDs.popLast() {
+            id = free
+            keyOf[id] = key
+            uses[id] = 1
+        } else {
+            id = keyOf.count
+            keyOf.append(key)
+            heldBy.append(nil)
+            wantedCount.append(0)
+            uses.append(1)
+            blockedIn.append(0)
+        }
+        ids[key] = id
+        return id
     }
 
-    /// Takes the waiting request at `index` out of the line.
-    private mutating func remove(at index: Int) {
+    /// One use fewer of number `id` (at none, neither held nor wanted: idle, see above).
+    private mutating func unuse(_ id: Int) {
+        uses[id] -= 1
+        guard uses[id] == 0 else { return }
+        idle += 1
+        if idle > 64 && idle * 2 > ids.count { giveBackIdleNumbers() }
+    }
+
+    /// Gives back the number of every key no ticket names.
+    private mutating func giveBackIdleNumbers() {
+        for (key, id) in ids where uses[id] == 0 {
+            ids[key] = nil
+            keyOf[id] = nil
+            freeIDs.append(id)
+        }
+        idle = 0
+    }
+
+    private mutating func want(_ id: Int, by change: Int) {
+        let before = wantedCount[id]
+        wantedCount[id] = before + change
+        if before == 0 && change > 0 { wantedKeys += 1 }
+        if before + change == 0 && before > 0 { wantedKeys -= 1 }
+    }
+
+    /// Takes the waiting request at `index` out of the line (its keys still in use: the caller
+    /// grants it or lets them go).
+    private mutating func remove(at index: Int) -> Request? {
         // Moved out, not copied (a copy retains its keys, label and waiter).
         var taken: Request? = nil
         swap(&taken, &line[index])
-        guard let request = taken else { return }
+        guard let request = taken else { return nil }
         position[request.ticket] = nil
-        for key in request.keys {
-            let left = wanted[key, default: 1] - 1
-            wanted[key] = left > 0 ? left : nil
-        }
+        for id in request.keys { want(id, by: -1) }
         while head < line.count, line[head] == nil { head += 1 }
+        return request
     }
 
     /// Drops the holes at the front once they are most of the line (never during a walk of it).
@@ -210,12 +276,72 @@ struct ExclusivityBook: Sendable {
     }
 
     private mutating func grant(_ request: Request, now: UInt64) {
-        for key in request.keys { held[key] = Holder(ticket: request.ticket, label: request.label, since: now) }
+        for id in request.keys { heldBy[id] = Holder(ticket: request.ticket, label: request.label, since: now) }
         holdings[request.ticket] = request.keys
     }
 
     /// Who holds `key`, if anyone.
-    func holder(of key: Key) -> Holder? { held[key] }
+    func holder(of key: Key) -> Holder? { ids[key].flatMap { heldBy[$0] } }
+
+    /// A request's key numbers: up to three inline (a request names one to three categories as a rule),
+    /// so a request allocates no array for them.
+    struct KeyNumbers: Sequence, Sendable {
+        private var count: Int32 = 0
+        private var first: Int32 = 0
+        private var second: Int32 = 0
+        private var third: Int32 = 0
+        private var more: [Int]?
+
+        mutating func append(_ id: Int) {
+            switch count {
+            case 0: first = Int32(id)
+            case 1: second = Int32(id)
+            case 2: third = Int32(id)
+            default: more = (more ?? []) + [id]
+            }
+            count += 1
+        }
+
+        @inline(__always)
+        subscript(index: Int32) -> Int {
+            switch index {
+            case 0: Int(first)
+            case 1: Int(second)
+            case 2: Int(third)
+            default: more![Int(index) - 3]
+            }
+        }
+
+        struct Iterator: IteratorProtocol {
+            let numbers: KeyNumbers
+            var index: Int32 = 0
+
+            @inline(__always)
+            mutating func next() -> Int? {
+                guard index < numbers.count else { return nil }
+                defer { index += 1 }
+                return numbers[index]
+            }
+        }
+
+        @inline(__always)
+        func makeIterator() -> Iterator { Iterator(numbers: self) }
+
+        /// Whether `predicate` holds for every number (no iterator: the walk's inner test).
+        @inline(__always)
+        func allSatisfy(_ predicate: (Int) -> Bool) -> Bool {
+            var index: Int32 = 0
+            while index < count {
+                if !predicate(self[index]) { return false }
+                index += 1
+            }
+            return true
+        }
+    }
+
+    /// Keys some ticket names now, and keys numbered (for tests: numbers are given back).
+    var keysInUse: Int { ids.values.filter { uses[$0] > 0 }.count }
+    var keysNumbered: Int { ids.count }
 
     /// Whether `ticket` is waiting in line.
     func isWaiting(_ ticket: UInt64) -> Bool { position[ticket] != nil }
