@@ -71,13 +71,20 @@ struct ExclusivityBook: Sendable {
         var name: String { label.text }
     }
 
-    private struct Request: Sendable {
+    /// A waiting request. An object, so that a release's walk of the line reads one without copying
+    /// its fields (a struct's copy retained its label and waiter, and released them, for each request
+    /// the walk passed).
+    private final class Request: Sendable {
         let ticket: UInt64
         /// The numbers of its keys (see `ids`).
         let keys: KeyNumbers
         let label: Label
         /// Told when the request is granted after waiting (nil in tests of the book alone).
         let waiter: (any ExclusivityWaiter)?
+
+        init(ticket: UInt64, keys: KeyNumbers, label: Label, waiter: (any ExclusivityWaiter)?) {
+            (self.ticket, self.keys, self.label, self.waiter) = (ticket, keys, label, waiter)
+        }
     }
 
     // Keys are numbered while a ticket (waiting or holding) names them, so that a release's walk of
@@ -132,16 +139,15 @@ struct ExclusivityBook: Sendable {
         nextTicket += 1
         var numbers = KeyNumbers()
         for key in keys { numbers.append(use(key)) }
-        let request = Request(ticket: ticket, keys: numbers, label: label, waiter: waiter)
         // Granted at once only if nobody waits for any of these keys and none is held.
         let blocked = numbers.contains { heldBy[$0] != nil || wantedCount[$0] > 0 }
         if blocked {
             position[ticket] = line.count
-            line.append(request)
+            line.append(Request(ticket: ticket, keys: numbers, label: label, waiter: waiter))
             for id in numbers { want(id, by: 1) }
             return (ticket, false)
         }
-        grant(request, now: now)
+        grant(ticket, numbers, label, now: now)
         return (ticket, true)
     }
 
@@ -190,7 +196,7 @@ struct ExclusivityBook: Sendable {
             guard let request = line[index] else { continue }
             if request.keys.allSatisfy({ heldBy[$0] == nil && blockedIn[$0] != walk }) {
                 _ = remove(at: index)
-                grant(request, now: now)
+                grant(request.ticket, request.keys, request.label, now: now)
                 granted.append((request.ticket, request.waiter))
             } else {
                 // Its keys, all wanted (it waits), now blocked for the requests behind it.
@@ -255,7 +261,7 @@ struct ExclusivityBook: Sendable {
     /// Takes the waiting request at `index` out of the line (its keys still in use: the caller
     /// grants it or lets them go).
     private mutating func remove(at index: Int) -> Request? {
-        // Moved out, not copied (a copy retains its keys, label and waiter).
+        // Moved out of the line (no retain and release).
         var taken: Request? = nil
         swap(&taken, &line[index])
         guard let request = taken else { return nil }
@@ -275,9 +281,9 @@ struct ExclusivityBook: Sendable {
         }
     }
 
-    private mutating func grant(_ request: Request, now: UInt64) {
-        for id in request.keys { heldBy[id] = Holder(ticket: request.ticket, label: request.label, since: now) }
-        holdings[request.ticket] = request.keys
+    private mutating func grant(_ ticket: UInt64, _ keys: KeyNumbers, _ label: Label, now: UInt64) {
+        for id in keys { heldBy[id] = Holder(ticket: ticket, label: label, since: now) }
+        holdings[ticket] = keys
     }
 
     /// Who holds `key`, if anyone.
