@@ -110,8 +110,9 @@ struct ExclusivityBook: Sendable {
     private var freeIDs: [Int] = []
     /// How many numbered keys no ticket names.
     private var idle = 0
-    /// How many numbers have `wantedCount` above 0.
-    private var wantedKeys = 0
+    /// How many numbers have `wantedCount` above 0 and no holder: the keys a release's walk could
+    /// still grant (none: no walk).
+    private var freeWanted = 0
     private var walks: UInt64 = 0
 
     /// The keys each holding ticket holds.
@@ -169,11 +170,12 @@ struct ExclusivityBook: Sendable {
             guard let numbers = holdings.removeValue(forKey: ticket) else { return [] }
             for id in numbers {
                 heldBy[id] = nil
+                if wantedCount[id] > 0 { freeWanted += 1 }
                 unuse(id)
             }
         }
-        // Nobody waits: nothing to grant (the walk, and the compaction, are skipped).
-        if wantedKeys == 0 {
+        // No key anyone waits for is free: nothing to grant (the walk, and the compaction, are skipped).
+        if freeWanted == 0 {
             compact()
             return []
         }
@@ -183,15 +185,16 @@ struct ExclusivityBook: Sendable {
     }
 
     /// Grants, in arrival order, every waiting request whose keys are free and not needed by an earlier
-    /// waiting request. Stops once every key anyone waits for is blocked (so a long line of requests
-    /// for a few categories is not walked to its end on every release).
+    /// waiting request. Stops once every free key anyone waits for is blocked by an earlier request
+    /// (then nothing further can be granted: so a long line of requests for a few categories is not
+    /// walked to its end on every release).
     private mutating func grantWaiting(now: UInt64) -> [(ticket: UInt64, waiter: (any ExclusivityWaiter)?)] {
         var granted: [(ticket: UInt64, waiter: (any ExclusivityWaiter)?)] = []
         walks += 1
         let walk = walks
-        var blocked = 0
+        var blockedFree = 0
         var index = head
-        while index < line.count, blocked < wantedKeys {
+        while index < line.count, blockedFree < freeWanted {
             defer { index += 1 }
             guard let request = line[index] else { continue }
             if request.keys.allSatisfy({ heldBy[$0] == nil && blockedIn[$0] != walk }) {
@@ -202,7 +205,8 @@ struct ExclusivityBook: Sendable {
                 // Its keys, all wanted (it waits), now blocked for the requests behind it.
                 for id in request.keys where blockedIn[id] != walk {
                     blockedIn[id] = walk
-                    blocked += 1
+                    // A held key stays held during the walk; a free one blocked stays free.
+                    if heldBy[id] == nil { blockedFree += 1 }
                 }
             }
         }
@@ -253,9 +257,11 @@ struct ExclusivityBook: Sendable {
 
     private mutating func want(_ id: Int, by change: Int) {
         let before = wantedCount[id]
-        wantedCount[id] = before + change
-        if before == 0 && change > 0 { wantedKeys += 1 }
-        if before + change == 0 && before > 0 { wantedKeys -= 1 }
+        let after = before + change
+        wantedCount[id] = after
+        guard heldBy[id] == nil else { return }
+        if before == 0 && after > 0 { freeWanted += 1 }
+        if before > 0 && after == 0 { freeWanted -= 1 }
     }
 
     /// Takes the waiting request at `index` out of the line (its keys still in use: the caller
@@ -282,7 +288,10 @@ struct ExclusivityBook: Sendable {
     }
 
     private mutating func grant(_ ticket: UInt64, _ keys: KeyNumbers, _ label: Label, now: UInt64) {
-        for id in keys { heldBy[id] = Holder(ticket: ticket, label: label, since: now) }
+        for id in keys {
+            if heldBy[id] == nil && wantedCount[id] > 0 { freeWanted -= 1 }
+            heldBy[id] = Holder(ticket: ticket, label: label, since: now)
+        }
         holdings[ticket] = keys
     }
 
