@@ -16,8 +16,9 @@ import Foundation
 ///   loop in that mode; a loop nobody runs never delivers (the events wait, nothing is lost or crashes).
 /// - `.immediate`: on the thread that produced the event, before the outermost `send`/`complete` on
 ///   that thread returns. A delivery triggered from inside an immediate callback runs in place, nested,
-///   up to 16 levels deep, and beyond that is queued and runs right after the callback returns (a
-///   per-thread loop, so a 10,000-stage chain does not grow the stack past 16 levels); if the observer
+///   while the nesting has used less than 64 KiB of stack, and beyond that is queued and runs right
+///   after the callback returns (a per-thread loop, so a 10,000-stage chain does not grow the stack
+///   past that bound: about 100 kept stages of a release build); if the observer
 ///   is already being delivered to (on this thread or another), that delivery picks the event up.
 ///   One observer's events keep their order and never overlap; the order *between* observers is not
 ///   specified. Use it for cheap, thread-safe handlers; combinators use it.
