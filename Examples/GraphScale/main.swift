@@ -1,7 +1,8 @@
 // swift run -c release GraphScale [max-size] [shape ...]   |   swift run -c release GraphScale survey [size]
 //
-// Graph scaling up to a million commands: chain, fan-out (1 -> N), fan-in (N -> 1) and lattice
-// (layers of 10), built with addDependency and run by executing the sinks; and three shapes built the
+// Graph scaling up to a million commands: chain, fan-out (1 -> N), fan-in (N -> 1), lattice
+// (layers of 10) and dag (graph-dag's edges), built with addDependency and run by executing the sinks
+// (the commands nothing depends on); and three shapes built the
 // README's way, through `Graph.add(_:dependsOn:)` (each edge checked for a cycle) and run with
 // `Graph.run`: graph-chain, graph-star (every node on node 0) and graph-dag (each node on 3 earlier
 // nodes picked at random, seeded). Each size runs several times (31 at 1k, 11 at 10k, 5 at 100k, 3 at
@@ -18,7 +19,7 @@ import ExampleSupport
 import Foundation
 
 let maxSize = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 1_000_000
-let allShapes = ["chain", "fan-out", "fan-in", "lattice", "graph-chain", "graph-star", "graph-dag"]
+let allShapes = ["chain", "fan-out", "fan-in", "lattice", "dag", "graph-chain", "graph-star", "graph-dag"]
 let chosenShapes = Array(CommandLine.arguments.dropFirst(2))
 let shapes = chosenShapes.isEmpty ? allShapes : chosenShapes
 
@@ -110,6 +111,20 @@ func run(_ shape: String, _ count: Int) -> Phases {
         case "fan-in":
             for index in 0..<(count - 1) { nodes[count - 1].addDependency(nodes[index]) }
             sinks = [nodes[count - 1]]
+        case "dag":
+            // The graph-dag shape's edges, added with `addDependency` (no `Graph`, no cycle check):
+            // the baseline for how a random DAG's cost grows with its size on `Operation` alone.
+            var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+            var hasDependent = [Bool](repeating: false, count: count)
+            for index in 1..<count {
+                for _ in 0..<min(3, index) {
+                    random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                    let picked = Int((random >> 33) % UInt64(index))
+                    nodes[index].addDependency(nodes[picked])
+                    hasDependent[picked] = true
+                }
+            }
+            sinks = nodes.indices.filter { !hasDependent[$0] }.map { nodes[$0] }
         default:
             for index in 10..<count {
                 let layer = index / 10

@@ -363,6 +363,22 @@ private func ended<Output>(_ commands: [Command<Output>]) -> Checkpoint {
         #expect(book.leave(holder.ticket, now: 2).isEmpty)
     }
 
+    /// A ticket names its request only while the request lives: leaving it again, after its record
+    /// went to a newer request, releases nothing of the newer one's.
+    @Test func aTicketLeftTwice_releasesNothingOfTheRequestThatReusedItsRecord() {
+        var book = ExclusivityBook()
+        let first = book.request([key("a")], name: "first", now: 0)
+        #expect(first.granted && book.leave(first.ticket, now: 1).isEmpty)
+        let second = book.request([key("a")], name: "second", now: 2)  // takes the record `first` had
+        let waiter = book.request([key("a")], name: "waiter", now: 3)
+        #expect(second.granted && !waiter.granted && second.ticket != first.ticket)
+        #expect(book.leave(first.ticket, now: 4).isEmpty)
+        #expect(book.holder(of: key("a"))?.name == "second" && book.isWaiting(waiter.ticket))
+        #expect(!book.isWaiting(first.ticket) && book.waitingCount == 1)
+        #expect(book.leave(second.ticket, now: 5) == [waiter.ticket])
+        #expect(book.leave(99, now: 6).isEmpty)  // never made
+    }
+
     /// A long line, with requests leaving from its middle (holes) and the front compacted: grants stay
     /// first in, first out.
     @Test func longLine_withHoles_staysFirstInFirstOut() {

@@ -219,7 +219,7 @@ extension Command {
 
     func categoriesGranted(_ ticket: UInt64, lane: Bool) {
         let opening = machine.withLock { machine -> GateOpening? in
-            guard machine.outcome == nil, machine.gate != nil, machine.gate!.granted(ticket) else { return nil }
+            guard machine.outcome == nil, machine.withGate({ $0.granted(ticket) }) == true else { return nil }
             return machine.openGate()
         }
         guard let opening else { return Exclusivity.leave(ticket) }

@@ -63,10 +63,13 @@ struct Gate: Sendable {
 
     /// Adds a ``MutuallyExclusive`` condition: its category only (it is always true: never evaluated).
     mutating func add(_ exclusive: MutuallyExclusive) {
+        // Room for 4 at the first: a command with two or three categories grew each array twice.
+        if conditions.isEmpty { conditions.reserveCapacity(4) }
         conditions.append(exclusive)
         let category = exclusive.category
         if categories.isEmpty {
-            categories = [category]
+            categories.reserveCapacity(4)
+            categories.append(category)
         } else if !categories.contains(category) {
             categories.insert(category, at: categories.firstIndex { $0 > category } ?? categories.endIndex)
         }

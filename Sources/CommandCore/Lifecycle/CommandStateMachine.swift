@@ -154,6 +154,16 @@ struct CommandStateMachine: Sendable {
             yield &rareBox!.fields.gate
         }
     }
+    /// Changes the gate in place, if there is one: nil (`body` not called) if there is none. For the
+    /// closures the engine does not inline: where the `gate` accessor is called rather than inlined,
+    /// its coroutine's frame is a `malloc`.
+    @inline(__always)
+    mutating func withGate<Result>(_ body: (inout Gate) -> Result) -> Result? {
+        guard rareBox?.fields.gate != nil else { return nil }
+        if !isKnownUniquelyReferenced(&rareBox!) { rareBox = RareBox(rareBox!.fields) }
+        return body(&rareBox!.fields.gate!)
+    }
+
     /// The gate's phase, read in place (the `gate` getter copies the whole gate).
     var gatePhase: Gate.Phase? { rareBox?.fields.gate?.phase }
 
