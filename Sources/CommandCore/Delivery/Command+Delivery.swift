@@ -108,13 +108,8 @@ extension Command {
         context: CallbackContext, sink: ObserverSink<Output>,
         as attachment: CommandStateMachine.Attachment = .observer
     ) -> UInt64 {
-        var drainer: (@Sendable (UInt64) -> Void)?
-        if context.isImmediate && machine.withLock({ $0.drainer == nil }) {
-            drainer = { @Sendable [unowned(unsafe) self] observer in drain(observer, immediate: true) }
-        }
         let (id, wakeup) = machine.withLock { machine in
-            if let drainer, machine.drainer == nil { machine.drainer = drainer }
-            return machine.addObserver(context: context, sink: sink, as: attachment)
+            machine.addObserver(context: context, sink: sink, as: attachment)
         }
         if let wakeup { schedule(Wakeups(wakeup)) }
         return id
@@ -128,13 +123,12 @@ extension Command {
     }
 
     private func schedule(_ wakeup: Wakeup) {
-        if let drain = wakeup.drain {
-            // No closure made per value: the command's drain, the observer, and the command kept alive
-            // by the trampoline until it ran.
-            Trampoline.deliveries.run(drain, wakeup.observer, keeping: self)
+        if wakeup.context.isImmediate {
+            // No closure made per value: the command (kept alive by the trampoline until it ran) and
+            // the observer.
+            Trampoline.deliveries.run(drain: self, wakeup.observer)
         } else {
-            let immediate = wakeup.context.isImmediate
-            wakeup.context.schedule { [self] in drain(wakeup.observer, immediate: immediate) }
+            wakeup.context.schedule { [self] in drain(wakeup.observer, immediate: false) }
         }
     }
 
@@ -152,11 +146,7 @@ extension Command {
 
     /// Puts an `.immediate` drain at the back of the thread's trampoline.
     private func requeue(_ observer: UInt64) {
-        if let drainer = machine.withLock({ $0.drainer }) {
-            Trampoline.deliveries.run(drainer, observer, keeping: self)
-        } else {
-            Trampoline.deliveries.run { [self] in drain(observer, immediate: true) }
-        }
+        Trampoline.deliveries.run(drain: self, observer)
     }
 
     /// Delivers an observer's pending events one by one until none is left. Only one drain per
@@ -192,4 +182,8 @@ extension Command {
             }
         }
     }
+}
+
+extension Command: ImmediateDrainer {
+    func drainImmediately(_ observer: UInt64) { drain(observer, immediate: true) }
 }

@@ -307,12 +307,10 @@ extension CommandStateMachine {
         return wakeups
     }
 
-    /// The drain to schedule for the observer at `index` (with the command's drain function when it
-    /// is `.immediate`).
+    /// The drain to schedule for the observer at `index`.
     @inline(__always)
     func wakeup(at index: Int) -> Wakeup {
-        let context = observers[index].context
-        return Wakeup(observer: observers[index].id, context: context, drain: context.isImmediate ? drainer : nil)
+        Wakeup(observer: observers[index].id, context: observers[index].context)
     }
 
     /// Drops values no live observer still needs and the replay policy does not keep.

@@ -80,12 +80,11 @@ struct ObserverRecord: Sendable {
     var sentExecuting = false
 }
 
-/// A drain to schedule: the observer and its context, and for an `.immediate` observer the
-/// command's drain function (made once per command: scheduling allocates nothing per value).
+/// A drain to schedule: the observer and its context (an `.immediate` one goes through the thread's
+/// trampoline with the command itself: scheduling allocates nothing per value).
 struct Wakeup: Sendable {
     let observer: UInt64
     let context: CallbackContext
-    let drain: (@Sendable (UInt64) -> Void)?
 }
 
 /// An observer claimed for a value as it was sent, to be delivered in place (see

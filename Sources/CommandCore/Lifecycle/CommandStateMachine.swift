@@ -87,9 +87,6 @@ struct CommandStateMachine: Sendable {
     var observers: [ObserverRecord] = []
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var nextObserverID: UInt64 = 0
-    /// The command's drain for `.immediate` observers, made when the first one attaches (it holds
-    /// the command `unowned(unsafe)`: whoever schedules it keeps the command alive).
-    var drainer: (@Sendable (UInt64) -> Void)?
     /// What `run` returned: cancelled on cancel, released when the command ends (set in `runReturned`,
     /// cleared in `end`).
     var cancelable: (any Cancelable)?

@@ -46,17 +46,17 @@ package final class Trampoline: Sendable {
     /// through the queue (about 2,000 instructions each time, callgrind).
     static let nestingBudget: UInt = 64 * 1024
 
-    /// Queued work: a block, or an observer's drain (a function made once per command, its
-    /// argument, and the command kept alive until it ran: nothing allocated per value).
+    /// Queued work: a block, or an observer's drain (the command, held until it ran, and the
+    /// observer: nothing allocated per value, and no drain function made per command).
     enum Entry {
         case block(@Sendable () -> Void)
-        case drain(@Sendable (UInt64) -> Void, UInt64, keeping: AnyObject)
+        case drain(any ImmediateDrainer, UInt64)
 
         @inline(__always)
         func callAsFunction() {
             switch self {
             case .block(let block): block()
-            case .drain(let drain, let observer, _): drain(observer)
+            case .drain(let drainer, let observer): drainer.drainImmediately(observer)
             }
         }
     }
@@ -144,9 +144,10 @@ package final class Trampoline: Sendable {
 
     func run(_ block: @escaping @Sendable () -> Void) { run(.block(block)) }
 
-    /// Runs `drain(observer)` (queued if this thread's loop is running), keeping `object` alive until then.
-    func run(_ drain: @escaping @Sendable (UInt64) -> Void, _ observer: UInt64, keeping object: AnyObject) {
-        run(.drain(drain, observer, keeping: object))
+    /// Runs `drainer.drainImmediately(observer)` (queued if this thread's loop is running), keeping
+    /// `drainer` alive until then.
+    func run(drain drainer: any ImmediateDrainer, _ observer: UInt64) {
+        run(.drain(drainer, observer))
     }
 
     private func run(_ entry: Entry) {
@@ -173,4 +174,10 @@ package final class Trampoline: Sendable {
         queue.running = false
         queue.stackFloor = 0
     }
+}
+
+/// A command whose `.immediate` observers' drains go through ``Trampoline/deliveries``.
+protocol ImmediateDrainer: AnyObject, Sendable {
+    /// Delivers what waits for the `.immediate` observer `observer`, on this thread.
+    func drainImmediately(_ observer: UInt64)
 }
