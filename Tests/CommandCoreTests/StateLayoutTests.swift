@@ -20,6 +20,10 @@ import Testing
         // observers (the trampoline holds the command itself): a 304-byte block.
         #expect(MemoryLayout<CommandStateMachine>.size <= 272, "\(MemoryLayout<CommandStateMachine>.size)")
         #expect(MemoryLayout<LockWord>.size <= 8, "the lock beside the state")
+        // An observer's record: 64 bytes while a context kept a run loop's mode inline (25 bytes);
+        // one observer's array is then a 96-byte block instead of a 112-byte one.
+        #expect(MemoryLayout<CallbackContext>.size <= 8)
+        #expect(MemoryLayout<ObserverRecord>.stride <= 40, "\(MemoryLayout<ObserverRecord>.stride)")
     }
 
     /// The rarely set fields cost nothing until one is set: a life without conditions, progress or a

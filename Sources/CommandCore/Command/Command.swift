@@ -349,6 +349,9 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
 
     /// The result was released without a terminal event: the run failed. Overridden by
     /// `CommandSubject`, so it stays in the class (an extension's method cannot be overridden).
+    /// An `.immediate` observer's drain, from the thread's trampoline (see `drain(_:immediate:)`).
+    final override func drainImmediately(_ observer: UInt64) { drain(observer, immediate: true) }
+
     override func resultReleased() {
         // Almost every run has ended by now, as its end marked in the lock's word: no lock round.
         if machine.claimWord.hasEnded { return }

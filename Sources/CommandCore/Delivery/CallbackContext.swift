@@ -29,8 +29,20 @@ public struct CallbackContext: Sendable, CustomStringConvertible {
         // `@unchecked`.
         case queue(DispatchQueue)
         case operationQueue(OperationQueue)
-        case runLoop(RunLoop, RunLoop.Mode)
+        /// Boxed: the loop and its mode inline made every context 25 bytes, and an observer's record
+        /// (which keeps its context) 64 instead of 40.
+        case runLoop(RunLoopTarget)
         case immediate
+    }
+
+    /// A run loop and the mode to run callbacks in.
+    final class RunLoopTarget: @unchecked Sendable {
+        // `@unchecked Sendable`: immutable; the loop is only handed to `Platform.perform(on:mode:_:)`
+        // (see `Kind`).
+        let loop: RunLoop
+        let mode: RunLoop.Mode
+
+        init(_ loop: RunLoop, _ mode: RunLoop.Mode) { (self.loop, self.mode) = (loop, mode) }
     }
 
     let kind: Kind
@@ -45,7 +57,7 @@ public struct CallbackContext: Sendable, CustomStringConvertible {
 
     /// Callbacks run on `runLoop`, in `mode`, while someone runs it.
     public static func runLoop(_ runLoop: RunLoop, mode: RunLoop.Mode = .default) -> CallbackContext {
-        CallbackContext(kind: .runLoop(runLoop, mode))
+        CallbackContext(kind: .runLoop(RunLoopTarget(runLoop, mode)))
     }
 
     /// Callbacks run on the producing thread.
@@ -101,8 +113,8 @@ public struct CallbackContext: Sendable, CustomStringConvertible {
             queue.async(execute: block)
         case .operationQueue(let queue):
             queue.addOperation(block)
-        case .runLoop(let loop, let mode):
-            Platform.perform(on: loop, mode: mode, block)
+        case .runLoop(let target):
+            Platform.perform(on: target.loop, mode: target.mode, block)
         case .immediate:
             Trampoline.run(block)
         }
@@ -117,7 +129,7 @@ public struct CallbackContext: Sendable, CustomStringConvertible {
         switch kind {
         case .queue(let queue): return "queue(\(queue.label))"
         case .operationQueue(let queue): return "operationQueue(\(queue.name ?? "unnamed"))"
-        case .runLoop(_, let mode): return "runLoop(\(mode.rawValue))"
+        case .runLoop(let target): return "runLoop(\(target.mode.rawValue))"
         case .immediate: return "immediate"
         }
     }

@@ -158,7 +158,7 @@ extension Command {
     /// `subject -> map -> filter`, while other threads keep sending to the subject, each value goes
     /// all the way down before the next is taken: downstream stages make progress and nothing piles
     /// up between stages (a drain that looped would keep the downstream work waiting until it ran dry).
-    private func drain(_ observer: UInt64, immediate: Bool) {
+    func drain(_ observer: UInt64, immediate: Bool) {
         // The value claimed under the lock is moved out through this slot: no `Optional<Output>` or
         // generic enum is built per value (each would cost a metadata look-up here, unspecialised).
         withUnsafeTemporaryAllocation(of: Output.self, capacity: 1) { buffer in
@@ -182,8 +182,4 @@ extension Command {
             }
         }
     }
-}
-
-extension Command: ImmediateDrainer {
-    func drainImmediately(_ observer: UInt64) { drain(observer, immediate: true) }
 }

@@ -66,18 +66,23 @@ struct ObserverRecord: Sendable {
     /// Events (values and the terminal event) or state changes.
     enum Kind: Sendable { case events, states }
 
+    // The one-byte fields last, together (40 bytes a record; `StateLayoutTests` checks it).
     let id: UInt64
     let context: CallbackContext
-    let kind: Kind
     /// A ``SinkBox`` of the command's `Output`.
     let sink: any AnyObject & Sendable
     /// Absolute index in the value log of the next value to deliver.
     var cursor: Int
+    let kind: Kind
     /// A drain is scheduled or running on `context`; at most one at a time, which is what keeps
     /// deliveries ordered and never overlapping.
     var scheduled = false
     /// For state observers: `.executing` was delivered.
     var sentExecuting = false
+
+    init(id: UInt64, context: CallbackContext, kind: Kind, sink: any AnyObject & Sendable, cursor: Int) {
+        (self.id, self.context, self.kind, self.sink, self.cursor) = (id, context, kind, sink, cursor)
+    }
 }
 
 /// A drain to schedule: the observer and its context (an `.immediate` one goes through the thread's

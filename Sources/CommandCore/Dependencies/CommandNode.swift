@@ -29,6 +29,11 @@ open class CommandNode: Operation, @unchecked Sendable {
     /// A run's result (``RunToken``) was released; `Command` ends the run if it had not ended.
     func resultReleased() {}
 
+    /// Delivers what waits for the `.immediate` observer `observer`, on this thread (`Command`'s
+    /// drain, called by ``Trampoline/deliveries``: through the class, not a protocol of the generic
+    /// `Command<Output>`, whose witness table is a runtime look-up each time it is made).
+    func drainImmediately(_ observer: UInt64) {}
+
     /// `name`, else the type (`Command<Int>`, `FetchUser`).
     public var displayName: String {
         machine.withLock { $0.name } ?? TypeNames.name(of: type(of: self))

@@ -50,7 +50,7 @@ package final class Trampoline: Sendable {
     /// observer: nothing allocated per value, and no drain function made per command).
     enum Entry {
         case block(@Sendable () -> Void)
-        case drain(any ImmediateDrainer, UInt64)
+        case drain(CommandNode, UInt64)
 
         @inline(__always)
         func callAsFunction() {
@@ -146,7 +146,7 @@ package final class Trampoline: Sendable {
 
     /// Runs `drainer.drainImmediately(observer)` (queued if this thread's loop is running), keeping
     /// `drainer` alive until then.
-    func run(drain drainer: any ImmediateDrainer, _ observer: UInt64) {
+    func run(drain drainer: CommandNode, _ observer: UInt64) {
         run(.drain(drainer, observer))
     }
 
@@ -174,10 +174,4 @@ package final class Trampoline: Sendable {
         queue.running = false
         queue.stackFloor = 0
     }
-}
-
-/// A command whose `.immediate` observers' drains go through ``Trampoline/deliveries``.
-protocol ImmediateDrainer: AnyObject, Sendable {
-    /// Delivers what waits for the `.immediate` observer `observer`, on this thread.
-    func drainImmediately(_ observer: UInt64)
 }
