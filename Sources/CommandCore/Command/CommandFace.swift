@@ -51,6 +51,12 @@ extension Command: CommandFace {
         observeState(on: .immediate) { state in if state.isTerminal { ended(state) } }
     }
 
+}
+
+// The calls a graph makes on each of its nodes, on the command's non-generic half: a graph keeps its
+// nodes as 8-byte `CommandNode` references (a `CommandFace` existential is 16 bytes a node) and
+// reaches these through the class, without a conformance look-up.
+extension CommandNode {
     package func watchEnd(by watch: EndWatch) {
         // One watch a command: a second (a command in two graphs), or a command that already ended,
         // is told through an observer (which replays the end).
@@ -59,7 +65,7 @@ extension Command: CommandFace {
             machine.endWatch = watch
             return true
         }
-        if !kept { observeEnd { [self] state in watch.ended(self, state) } }
+        if !kept, let face = self as? any CommandFace { face.observeEnd { [self] state in watch.ended(self, state) } }
     }
 
     /// Pinned as `execute` pins (never cancelled for lack of consumers), without an observer: the
@@ -67,6 +73,13 @@ extension Command: CommandFace {
     package func executeQuietly() {
         machine.withLock { $0.pinned = true }
         executeGraph()
+    }
+
+    /// The command seen whatever its output type (every `CommandNode` is a `Command`): a dynamic
+    /// cast, for the calls a graph makes rarely.
+    package var face: any CommandFace {
+        guard let face = self as? any CommandFace else { preconditionFailure("CommandNode is subclassed by Command only") }
+        return face
     }
 }
 
