@@ -78,7 +78,9 @@ extension CommandNode {
     /// The command seen whatever its output type (every `CommandNode` is a `Command`): a dynamic
     /// cast, for the calls a graph makes rarely.
     package var face: any CommandFace {
-        guard let face = self as? any CommandFace else { preconditionFailure("CommandNode is subclassed by Command only") }
+        guard let face = self as? any CommandFace else {
+            preconditionFailure("CommandNode is subclassed by Command only")
+        }
         return face
     }
 }
