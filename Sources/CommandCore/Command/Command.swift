@@ -347,11 +347,12 @@ open class Command<Output: Sendable>: CommandNode, Cancelable, @unchecked Sendab
 
     // MARK: - Result sink (events and endings: Lifecycle/Command+Ending.swift)
 
-    /// The result was released without a terminal event: the run failed. Overridden by
-    /// `CommandSubject`, so it stays in the class (an extension's method cannot be overridden).
-    /// An `.immediate` observer's drain, from the thread's trampoline (see `drain(_:immediate:)`).
+    /// An `.immediate` observer's drain, from the thread's trampoline (see `drain(_:immediate:)`);
+    /// in the class, as an override of `CommandNode`'s (an extension's method cannot override).
     final override func drainImmediately(_ observer: UInt64) { drain(observer, immediate: true) }
 
+    /// The result was released without a terminal event: the run failed. Overridden by
+    /// `CommandSubject`, so it stays in the class (an extension's method cannot be overridden).
     override func resultReleased() {
         // Almost every run has ended by now, as its end marked in the lock's word: no lock round.
         if machine.claimWord.hasEnded { return }

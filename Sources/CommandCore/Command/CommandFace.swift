@@ -50,7 +50,6 @@ extension Command: CommandFace {
     package func observeEnd(_ ended: @escaping @Sendable (CommandState) -> Void) {
         observeState(on: .immediate) { state in if state.isTerminal { ended(state) } }
     }
-
 }
 
 // The calls a graph makes on each of its nodes, on the command's non-generic half: a graph keeps its

@@ -32,7 +32,7 @@ open class CommandNode: Operation, @unchecked Sendable {
     /// Delivers what waits for the `.immediate` observer `observer`, on this thread (`Command`'s
     /// drain, called by ``Trampoline/deliveries``: through the class, not a protocol of the generic
     /// `Command<Output>`, whose witness table is a runtime look-up each time it is made).
-    func drainImmediately(_ observer: UInt64) {}
+    func drainImmediately(_ observer: UInt64) { preconditionFailure("CommandNode is subclassed by Command only") }
 
     /// `name`, else the type (`Command<Int>`, `FetchUser`).
     public var displayName: String {

@@ -151,6 +151,7 @@ struct CommandStateMachine: Sendable {
             yield &rareBox!.fields.gate
         }
     }
+
     /// Changes the gate in place, if there is one: nil (`body` not called) if there is none. For the
     /// closures the engine does not inline: where the `gate` accessor is called rather than inlined,
     /// its coroutine's frame is a `malloc`.
