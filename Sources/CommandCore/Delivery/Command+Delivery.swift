@@ -177,7 +177,7 @@ extension Command {
                 case .terminal(let outcome, let box):
                     unsafeDowncast(box, to: SinkBox<Output>.self).deliver(outcome)
                 case .state(let state, let box):
-                    unsafeDowncast(box, to: SinkBox<Output>.self).states?(state)
+                    unsafeDowncast(box, to: StateSinkBox.self).handler(state)
                 }
             }
         }

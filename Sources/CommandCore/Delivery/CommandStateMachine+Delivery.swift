@@ -156,7 +156,8 @@ extension CommandStateMachine {
         case .events, .values: kind = .events
         case .states: kind = .states
         }
-        var record = ObserverRecord(id: id, context: context, kind: kind, sink: SinkBox(sink), cursor: log.startIndex)
+        var record = ObserverRecord(
+            id: id, context: context, kind: kind, sink: SinkBox.make(sink), cursor: log.startIndex)
         let hasWork: Bool
         switch kind {
         case .events: hasWork = !log.isEmpty || outcome != nil

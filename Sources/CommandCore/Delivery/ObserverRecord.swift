@@ -10,11 +10,13 @@ enum ObserverSink<Output: Sendable>: Sendable {
     case values(@Sendable (Output) -> Void, terminal: @Sendable (CommandEvent<Output>) -> Void)
 }
 
-/// An observer's handlers, boxed so that ``ObserverRecord`` is not generic: the records are read and
-/// written on every value, and a generic record (`ObserverRecord<Output>`) costs a metadata look-up
-/// in the runtime's hash table on each access from the unspecialised `Command<Output>` (three per
-/// value per stage in a `map` chain, measured with callgrind). The box is cast back with
-/// `unsafeDowncast` by the command that made it, which knows its `Output`.
+/// An events observer's handlers, boxed so that ``ObserverRecord`` is not generic: the records are
+/// read and written on every value, and a generic record (`ObserverRecord<Output>`) costs a metadata
+/// look-up in the runtime's hash table on each access from the unspecialised `Command<Output>` (three
+/// per value per stage in a `map` chain, measured with callgrind). The box is cast back with
+/// `unsafeDowncast` by the command that made it, which knows its `Output`, for a record of kind
+/// `.events` (a `.states` record holds a ``StateSinkBox``). 49 bytes, a 64-byte block (80 while it
+/// kept a state handler too, always nil here).
 final class SinkBox<Output: Sendable>: Sendable {
     /// Every event (`execute`, `observe`).
     let events: (@Sendable (CommandEvent<Output>) -> Void)?
@@ -23,13 +25,20 @@ final class SinkBox<Output: Sendable>: Sendable {
     /// optional's binding copied it (a retain and a release of its context per value).
     let values: @Sendable (Output) -> Void
     let hasValues: Bool
-    let states: (@Sendable (CommandState) -> Void)?
 
-    init(_ sink: ObserverSink<Output>) {
+    init(
+        events: (@Sendable (CommandEvent<Output>) -> Void)?, values: @escaping @Sendable (Output) -> Void,
+        hasValues: Bool
+    ) {
+        (self.events, self.values, self.hasValues) = (events, values, hasValues)
+    }
+
+    /// The box `sink` needs: a ``SinkBox`` for events, a ``StateSinkBox`` for state changes.
+    static func make(_ sink: ObserverSink<Output>) -> any AnyObject & Sendable {
         switch sink {
-        case .events(let handler): (events, values, hasValues, states) = (handler, { _ in }, false, nil)
-        case .states(let handler): (events, values, hasValues, states) = (nil, { _ in }, false, handler)
-        case .values(let handler, let terminal): (events, values, hasValues, states) = (terminal, handler, true, nil)
+        case .events(let handler): SinkBox(events: handler, values: { _ in }, hasValues: false)
+        case .values(let handler, let terminal): SinkBox(events: terminal, values: handler, hasValues: true)
+        case .states(let handler): StateSinkBox(handler)
         }
     }
 
@@ -46,6 +55,13 @@ final class SinkBox<Output: Sendable>: Sendable {
     /// The terminal event; out of line for the same reason.
     @inline(never)
     func deliver(_ outcome: Termination) { events?(outcome.event()) }
+}
+
+/// A state observer's handler (the sink of a record of kind `.states`): not generic.
+final class StateSinkBox: Sendable {
+    let handler: @Sendable (CommandState) -> Void
+
+    init(_ handler: @escaping @Sendable (CommandState) -> Void) { self.handler = handler }
 }
 
 /// What a drain delivers next. Not generic, and not nested in the generic state machine (which would
