@@ -64,7 +64,7 @@ extension CommandNode {
             machine.endWatch = watch
             return true
         }
-        if !kept, let face = self as? any CommandFace { face.observeEnd { [self] state in watch.ended(self, state) } }
+        if !kept { face.observeEnd { [self] state in watch.ended(self, state) } }
     }
 
     /// Pinned as `execute` pins (never cancelled for lack of consumers), without an observer: the
