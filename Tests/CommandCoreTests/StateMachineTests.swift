@@ -726,9 +726,10 @@ extension CommandStateMachine {
     mutating func sendClaiming<Output: Sendable>(_ value: Output, word: ClaimWord) -> (
         wakeups: Wakeups, claim: InPlaceClaim?
     )? {
-        var wakeups = Wakeups()
+        var wakeups: Wakeups?
         var claim: InPlaceClaim?
-        return send(value, claimInPlace: true, word: word, wakeups: &wakeups, claim: &claim) ? (wakeups, claim) : nil
+        return send(value, claimInPlace: true, word: word, wakeups: &wakeups, claim: &claim)
+            ? (wakeups ?? Wakeups(), claim) : nil
     }
 
     /// The end of an in-place delivery as `Command.drainInPlace` makes it: a claim in the word

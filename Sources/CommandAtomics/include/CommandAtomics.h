@@ -112,17 +112,13 @@ static inline uint32_t command_claim_poke(uint32_t *_Nonnull word) {
     return __atomic_fetch_or(word, COMMAND_CLAIM_POKED, __ATOMIC_ACQ_REL) & COMMAND_CLAIM_BITS;
 }
 
-/// Releases a claim without the lock, by the delivering thread: 1 if it was claimed and not poked
-/// (released, with release order: the delivery happened before the next one), 0 if it was poked (the
-/// caller takes the lock). A loop only because a debug build's lock records its holder in the same word.
+/// Releases a claim without the lock, by the delivering thread (which holds it: `CLAIMED` is set, so
+/// subtracting it clears that bit alone): 1 if it was not poked (released, with release order: the
+/// delivery happened before the next one), 0 if it was (only `POKED` is left: the word is not free
+/// until the caller takes the lock and clears it, as after a refused release). One fetch-and-subtract,
+/// which returns the old bits in one instruction where a compare-and-swap needed a load and a loop.
 static inline int command_claim_release(uint32_t *_Nonnull word) {
-    uint32_t seen = __atomic_load_n(word, __ATOMIC_RELAXED);
-    while ((seen & COMMAND_CLAIM_BITS) == COMMAND_CLAIM_CLAIMED) {
-        if (__atomic_compare_exchange_n(word, &seen, seen & ~COMMAND_CLAIM_CLAIMED, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-            return 1;
-        }
-    }
-    return 0;
+    return (__atomic_fetch_sub(word, COMMAND_CLAIM_CLAIMED, __ATOMIC_RELEASE) & COMMAND_CLAIM_POKED) == 0;
 }
 
 #if defined(__linux__)

@@ -22,7 +22,9 @@ extension Command {
         // see `Trampoline.deliverNow(on:_:)`, which bounds the nesting.
         let trampoline = Trampoline.deliveriesQueue
         let inPlace = Trampoline.mayDeliverNow(trampoline)
-        var wakeups = Wakeups()
+        // Optional: a kept stage's send, which wakes nothing, destroys a nil, not an empty list (which
+        // was two calls a value).
+        var wakeups: Wakeups?
         var claim: InPlaceClaim?
         guard
             machine.withLock({ machine, word in
@@ -35,7 +37,7 @@ extension Command {
             }
             return
         }
-        if !wakeups.isEmpty { schedule(wakeups) }
+        if let wakeups { schedule(wakeups) }
         if let claim {
             Trampoline.deliverNow(on: trampoline) {
                 claim.box._withUnsafeGuaranteedRef { unsafeDowncast($0, to: SinkBox<Output>.self).deliver(value) }
