@@ -370,6 +370,7 @@ import Testing
         #expect(word.poke(), "still claimed: poked")
         #expect(!word.isClaimed && !word.isFree)
         #expect(!word.release(), "poked: the delivering thread must take the lock")
+        #expect(!word.isClaimed && !word.isFree, "refused: nothing to settle, and not free until cleared")
         word.clear()
         #expect(word.isFree)
         word.claim()
