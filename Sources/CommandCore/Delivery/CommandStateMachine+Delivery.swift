@@ -68,8 +68,9 @@ extension CommandStateMachine {
         return ClaimsSettled(nil)
     }
 
-    /// A value from `run`; false when ignored (not executing). The observers to wake are added to
-    /// `wakeups`. With `claimInPlace`, the first `.immediate` observer that is idle and has had every
+    /// A value from `run`; false when ignored (not executing). The observers to wake are put in
+    /// `wakeups` (left nil when there are none: a kept stage's send destroys a nil, not an empty
+    /// list). With `claimInPlace`, the first `.immediate` observer that is idle and has had every
     /// earlier value is claimed for this value at once (its cursor past it; marked scheduled, or for
     /// a command's one observer claimed in `word`, see above) and put in `claim`: the caller delivers
     /// it in place, without a second lock to claim it. The results are written to the caller's
