@@ -270,9 +270,10 @@ private func node(_ name: String, log: Locked<[String]>, fails: Bool = false) ->
         #expect(!log.withLock { $0 }.contains("none"))
     }
 
-    /// Waits for the graph's outcome with a bound; false if it did not finish within `seconds`: 60, as the other waits of the suite (`Checkpoint`,
-    /// `eventually`): the whole suite in parallel on 2 cores left a graph of this file that finishes in
-    /// milliseconds alone unscheduled for more than 30 s once (every test of that run took 11 s or more).
+    /// Waits for the graph's outcome with a bound; false if it did not finish within `seconds`: 60, as
+    /// the other waits of the suite (`Checkpoint`, `eventually`): the whole suite in parallel on 2 cores
+    /// left a graph of this file that finishes in milliseconds alone unscheduled for more than 30 s once
+    /// (every test of that run took 11 s or more).
     private func finishes(_ graph: Graph, seconds: Double = 60) async -> Bool {
         let done = Checkpoint()
         Task {

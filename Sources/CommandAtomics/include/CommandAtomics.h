@@ -66,7 +66,7 @@ static inline uintptr_t command_stack_address(void) { return (uintptr_t)__builti
 
 // The in-place claim word beside a command's lock (`ClaimWord` in `Locked.swift`): a value handed in
 // place to a command's one idle observer marks it claimed under the lock; the delivering thread
-// releases the claim afterwards without the lock (one compare-and-swap) unless a thread that took the
+// releases the claim afterwards without the lock (one fetch-and-subtract) unless a thread that took the
 // lock meanwhile poked it (it gave the observer more to do, or looked at it), in which case the
 // delivering thread takes the lock. Two bits of a 32-bit word whose other bits belong to the lock
 // (on Linux: its kind and debug owner, see below) and to the command's end (`ENDED`: set once, under

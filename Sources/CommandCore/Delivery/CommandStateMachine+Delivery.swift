@@ -30,7 +30,7 @@ extension CommandStateMachine {
     // A value handed in place to a command's one idle `.immediate` observer (a kept stage's common
     // case) claims the observer in the same lock round as the send. The claim is kept in the lock's
     // ``ClaimWord``, not in the record's `scheduled` flag, so that the delivering thread ends it with
-    // one compare-and-swap (``ClaimWord/release()``) instead of a second lock round. A lock round
+    // one atomic fetch-and-subtract (``ClaimWord/release()``) instead of a second lock round. A lock round
     // that reads or changes the observers' `scheduled` flags (or removes an observer) first settles
     // the claim (``settleInPlaceClaim(_:)``): a claim still outstanding (claimed, neither released
     // nor poked) is poked and its record marked `scheduled`, so the delivering thread, finding its

@@ -54,8 +54,8 @@ package struct Locked<Value>: @unchecked Sendable {
 }
 
 /// Bits beside a command's lock that a thread may read or write without taking it: the in-place claim,
-/// released without the lock by the one thread that delivers a value in place (a single
-/// compare-and-swap where a second lock round was: see `CommandStateMachine.settleInPlaceClaim(_:)`),
+/// released without the lock by the one thread that delivers a value in place (a single atomic
+/// fetch-and-subtract where a second lock round was: see `CommandStateMachine.settleInPlaceClaim(_:)`),
 /// and the command's end, set under the lock as it ends and read without it where a run's result is
 /// released. A pointer into the lock's allocation, valid while its ``Locked`` lives; tests of the
 /// state machine point it at a word of their own.
