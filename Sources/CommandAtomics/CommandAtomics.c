@@ -6,6 +6,9 @@ _Atomic(int) command_atomics_log_threshold = INT_MAX;
 _Thread_local void *_Nullable command_thread_slots[COMMAND_THREAD_SLOT_COUNT];
 _Atomic(int) command_thread_slots_reserved = COMMAND_DELIVERIES_SLOT + 1;
 
+_Thread_local uint32_t command_thread_number_cache = 0;
+_Atomic(uint32_t) command_thread_number_next = 0;
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -17,8 +17,13 @@ import Testing
         // 288 with a command's neighbours as 8-byte `CommandNode` references (a 352-byte block); a
         // 320-byte block since the lock beside the state is 8 bytes (a futex lock) instead of a
         // 40-byte `pthread_mutex_t`. 272 without the command's drain function for `.immediate`
-        // observers (the trampoline holds the command itself): a 304-byte block.
-        #expect(MemoryLayout<CommandStateMachine>.size <= 272, "\(MemoryLayout<CommandStateMachine>.size)")
+        // observers (the trampoline holds the command itself): a 304-byte block. 256 with the run's
+        // cancelable kept as its object (8 bytes, not a 16-byte existential), the thread `run` ran on as
+        // a 4-byte number and the consumer count after it, in the timing's last word, and the face's
+        // flags in one word: a 288-byte block (16 + 256 + the 8-byte lock = 280 bytes asked for).
+        #expect(MemoryLayout<CommandStateMachine>.size <= 256, "\(MemoryLayout<CommandStateMachine>.size)")
+        #expect(MemoryLayout<OperationFace>.size <= 32, "\(MemoryLayout<OperationFace>.size)")
+        #expect(MemoryLayout<CommandTiming>.size <= 36, "\(MemoryLayout<CommandTiming>.size)")
         #expect(MemoryLayout<LockWord>.size <= 8, "the lock beside the state")
         // An observer's record: 64 bytes while a context kept a run loop's mode inline (25 bytes);
         // one observer's array is then a 96-byte block instead of a 112-byte one.
@@ -67,6 +72,20 @@ import Testing
         #expect(error.command == "b" && error.dependency == "a")
         #expect((error.underlying as? CommandError)?.code == .cancelled)
         #expect(error.message.contains("'b' did not run because its dependency 'a' failed"))
+    }
+
+    /// The thread a command ran on is recorded as a 4-byte number: the same on one thread, another on
+    /// another thread (a new thread is never given a number an earlier one had).
+    @Test func aThreadsNumberNamesItAlone() async {
+        let here = CommandTiming.currentThread
+        #expect(here != 0 && CommandTiming.currentThread == here)
+        let there = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: CommandTiming.currentThread) }.start()
+        }
+        #expect(there != 0 && there != here)
+        var timing = CommandTiming()
+        timing.threadID = there
+        #expect(timing.threadID == there)
     }
 
     @Test func timingReadsNilUntilRecorded() {

@@ -59,6 +59,21 @@ static inline void command_thread_slots_clear(void *_Nullable value) {
 
 #include <stdint.h>
 
+extern _Thread_local uint32_t command_thread_number_cache;
+extern _Atomic(uint32_t) command_thread_number_next;
+
+/// A number naming the calling thread (never 0; given out in order, so not reused while the process
+/// runs unless 2^32 threads were made): 4 bytes where a `pthread_t` is 8, for the thread a command ran
+/// on (`CommandTiming.threadID`).
+static inline uint32_t command_thread_number(void) {
+    uint32_t number = command_thread_number_cache;
+    while (number == 0) {
+        number = atomic_fetch_add_explicit(&command_thread_number_next, 1, memory_order_relaxed) + 1;
+        command_thread_number_cache = number;
+    }
+    return number;
+}
+
 /// The current frame's address: how deep this thread's stack is (it grows down), for the delivery
 /// trampoline's bound on nesting (`Trampoline.nestingBudget`). The frame itself, not a local's address
 /// (which AddressSanitizer may move to a heap "fake stack").

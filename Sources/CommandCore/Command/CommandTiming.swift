@@ -1,3 +1,4 @@
+internal import CommandAtomics
 import Dispatch
 
 /// When a command went through its life, on a monotonic clock (nanoseconds since boot, the clock of
@@ -6,13 +7,14 @@ import Dispatch
 /// Recorded by the command itself at each transition (a clock read each, about 25 ns); read it at any
 /// time, from any thread: a stage not reached yet is nil.
 public struct CommandTiming: Sendable, Equatable {
-    // Stored without `Optional` (0 is "not reached": the clock counts from boot, and no thread id is
-    // 0): 40 bytes instead of 73 in every command's state.
+    // Stored without `Optional` (0 is "not reached": the clock counts from boot, and no thread number
+    // is 0): 36 bytes instead of 73 in every command's state (the state puts a 4-byte field in the
+    // last 4 of the 40 its alignment rounds this to).
     private var executed: UInt64 = 0
     private var ready: UInt64 = 0
     private var started: UInt64 = 0
     private var ended: UInt64 = 0
-    private var runThread: UInt64 = 0
+    private var runThread: UInt32 = 0
 
     /// Executed (its dependencies were being waited for from then on).
     public internal(set) var executedAt: UInt64? {
@@ -34,10 +36,12 @@ public struct CommandTiming: Sendable, Equatable {
         get { Self.optional(ended) }
         set { ended = newValue ?? 0 }
     }
-    /// The id of the thread `run` was called on (a `pthread_t`, for traces).
+    /// A number naming the thread `run` was called on, for traces: equal for two commands that ran on
+    /// the same thread, different otherwise (given out in the order threads first ran a command; not
+    /// a `pthread_t`, and not reused when a thread exits).
     public internal(set) var threadID: UInt64? {
-        get { Self.optional(runThread) }
-        set { runThread = newValue ?? 0 }
+        get { runThread == 0 ? nil : UInt64(runThread) }
+        set { runThread = newValue.map { UInt32(truncatingIfNeeded: $0) } ?? 0 }
     }
 
     private static func optional(_ stored: UInt64) -> UInt64? { stored == 0 ? nil : stored }
@@ -53,5 +57,5 @@ public struct CommandTiming: Sendable, Equatable {
 
     static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    static var currentThread: UInt64 { Platform.currentThreadID }
+    static var currentThread: UInt64 { UInt64(command_thread_number()) }
 }

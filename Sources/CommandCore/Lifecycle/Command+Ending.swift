@@ -52,7 +52,7 @@ extension Command {
         }
         // Through the cancel trampoline: a combinator's cancelable cancels its inputs, whose endings
         // cancel theirs; queued instead of nested, a 10,000-stage chain cancels at constant depth.
-        if let cancelable = ending.cancelable { Trampoline.cancels.run { cancelable.cancel() } }
+        if let cancelable = ending.cancelable as? any Cancelable { Trampoline.cancels.run { cancelable.cancel() } }
         if let progress = ending.progress { ProgressGuard.complete(progress) }
         if let gate = ending.gate { gate.cancelEvaluation() }
         // A user's queue may hold the only other reference, and lets it go when `isFinished` is posted.

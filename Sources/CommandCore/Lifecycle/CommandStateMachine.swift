@@ -65,6 +65,10 @@ final class RareBox: @unchecked Sendable {
 /// `Delivery/CommandStateMachine+Delivery.swift`.
 struct CommandStateMachine: Sendable {
     var timing = CommandTiming()
+    /// Internal consumers (combinators subscribed to this command); when the last one detaches and
+    /// nobody executed the command directly, it is cancelled. Four bytes, in the last four of the
+    /// timing's word (36 bytes long).
+    var consumers: Int32 = 0
     var queue = QueueSettings()
     /// Commands this one is built from (a combinator's inputs): kept alive until it ends.
     var inputs: [Operation] = []
@@ -87,16 +91,14 @@ struct CommandStateMachine: Sendable {
     var observers: [ObserverRecord] = []
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var nextObserverID: UInt64 = 0
-    /// What `run` returned: cancelled on cancel, released when the command ends (set in `runReturned`,
-    /// cleared in `end`).
-    var cancelable: (any Cancelable)?
+    /// What `run` returned (an `any Cancelable`, kept as its object: 8 bytes where the existential is
+    /// 16, and the ending that cancels it casts it back): cancelled on
+    /// cancel, released when the command ends (set in `runReturned`, cleared in `end`).
+    var cancelable: (any AnyObject & Sendable)?
     // The fields narrower than a word last, together: between wider fields each would cost a padded
     // word (`StateLayoutTests` checks the size).
     /// What Foundation sees (KVO flags as published, readiness for a user's queue).
     var face = OperationFace()
-    /// Internal consumers (combinators subscribed to this command); when the last one detaches and
-    /// nobody executed the command directly, it is cancelled. Four bytes, in the padding after `face`.
-    var consumers: Int32 = 0
     /// Where the command is in its life (see ``Lifecycle``).
     var lifecycle: Lifecycle = .pending
     /// A `Graph` or a group made `progress` a child of its own (a `Progress` has one parent).

@@ -66,8 +66,9 @@ struct Ending: Sendable {
     let wasExecuting: Bool
     /// Post `isFinished` now (false while a queue still has to start it).
     let postFinished: Bool
-    /// Cancel this (the run's cancelable) when the ending is a cancel.
-    let cancelable: (any Cancelable)?
+    /// Cancel this (the run's cancelable, an `any Cancelable` kept as its object) when the ending is a
+    /// cancel (cast back where it is cancelled, in `Command.performLocally(_:)`).
+    let cancelable: (any AnyObject & Sendable)?
     let dependents: SmallList<CommandNode>
     let wakeups: Wakeups
     /// A combinator's inputs, released (with a loop) once the ending was performed.

@@ -21,6 +21,9 @@ struct OperationFace: Sendable {
     /// Readiness is tracked only once someone asked for `isReady` (a queue does when the command is
     /// added to it): a graph the engine runs by itself never pays for it.
     var tracking = Tracking.off
+    /// The command's conditions passed and its categories are held (true for a command without
+    /// conditions): see ``Gate``. With the flags above, in the first word (32 bytes in all, not 33).
+    var gateOpen = true
 
     enum Tracking: Sendable {
         /// Nobody asked: edges are only recorded.
@@ -56,10 +59,6 @@ struct OperationFace: Sendable {
     /// `isReady` for the command part: a cancelled command is ready (Foundation's rule: a cancel
     /// breaks a wait); otherwise when every command dependency finished.
     var isReady: Bool { cancelled || (dependenciesFinished && gateOpen) }
-
-    /// The command's conditions passed and its categories are held (true for a command without
-    /// conditions): see ``Gate``.
-    var gateOpen = true
 
     /// The value `dependenciesFinished` should be published with.
     var readinessTarget: Bool { unfinishedDependencies == 0 }

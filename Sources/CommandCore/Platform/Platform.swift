@@ -18,16 +18,6 @@ import Foundation
 // few and short, each tied to the Apple documentation it follows.
 
 enum Platform {
-    /// The calling thread's identity, for traces. `pthread_t` is an integer on glibc and a pointer on
-    /// Darwin and Musl.
-    static var currentThreadID: UInt64 {
-        #if canImport(Glibc)
-            UInt64(pthread_self())
-        #else
-            UInt64(UInt(bitPattern: pthread_self()))
-        #endif
-    }
-
     /// Runs `block` on `loop`'s thread, in `mode`, and wakes the loop.
     ///
     /// - Darwin: `RunLoop` is documented as not thread-safe; Core Foundation's `CFRunLoopPerformBlock`
