@@ -64,6 +64,42 @@ import Testing
         #expect(list.array.count == 2 && list[0] === operations[1] && list[1] === operations[3])
     }
 
+    /// A list's tail keeps no count (its slots are filled from the start; the count is the first nil)
+    /// and no room (the allocator's block size): every length up to past several growths reads back in
+    /// order, a copy is not changed by an append to the original (copy on write), and dropping the
+    /// list releases every element.
+    @Test func smallList_countsAndCopiesOnWrite_atEveryLength() {
+        let operations = (0..<200).map { _ in Operation() }
+        var list = OperationList()
+        var copies: [OperationList] = []
+        for (length, operation) in operations.enumerated() {
+            copies.append(list)
+            list.append(operation)
+            #expect(list.count == length + 1 && list[length] === operation)
+        }
+        #expect(Array(list).count == 200 && zip(list, operations).allSatisfy { $0 === $1 })
+        #expect(list.array.count == 200 && list.rest.count == 199)
+        for (length, copy) in copies.enumerated() {
+            #expect(copy.count == length && zip(copy, operations).allSatisfy { $0 === $1 }, "copy \(length)")
+        }
+        // An append to a copy that shares its tail with `list` leaves `list` alone.
+        var branch = copies[10]
+        branch.append(operations[199])
+        #expect(branch.count == 11 && branch[10] === operations[199] && list[10] === operations[10])
+
+        weak var released: Operation?
+        do {
+            var owner = OperationList()
+            for _ in 0..<9 {
+                let operation = Operation()
+                released = operation
+                owner.append(operation)
+            }
+            #expect(released != nil && owner.count == 9)
+        }
+        #expect(released == nil, "the tail released its elements")
+    }
+
     @Test func anErrorIsOneReferenceWide() {
         #expect(MemoryLayout<CommandError>.size == MemoryLayout<AnyObject>.size)
         #expect(MemoryLayout<Termination>.size <= 9)

@@ -49,7 +49,7 @@ open class CommandNode: Operation, @unchecked Sendable {
 
     /// The dependency at `index` of the current edges, or nil past the last (the walk's cursor).
     final func walkDependency(at index: Int) -> Operation? {
-        machine.withLock { index < $0.dependencies.count ? $0.dependencies[index] : nil }
+        machine.withLock { $0.dependencies.element(at: index) }
     }
 
     /// Registers `node` to be told when this one ends.

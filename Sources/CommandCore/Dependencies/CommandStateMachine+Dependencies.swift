@@ -75,7 +75,7 @@ extension CommandStateMachine {
 
     @inline(__always)
     func hasDependency(_ operation: Operation) -> Bool {
-        if dependencies.count < Self.dependencySetThreshold {
+        if !dependencies.hasElement(at: Self.dependencySetThreshold - 1) {
             return dependencies.contains(operation)
         }
         return dependencyIDs.contains(ObjectIdentifier(operation))
@@ -83,10 +83,10 @@ extension CommandStateMachine {
 
     @inline(__always)
     mutating func recordDependency(_ operation: Operation) {
-        dependencies.append(operation)
-        if dependencies.count == Self.dependencySetThreshold {
+        let count = dependencies.append(operation)
+        if count == Self.dependencySetThreshold {
             dependencyIDs = Set(dependencies.array.lazy.map(ObjectIdentifier.init))
-        } else if dependencies.count > Self.dependencySetThreshold {
+        } else if count > Self.dependencySetThreshold {
             dependencyIDs.insert(ObjectIdentifier(operation))
         }
     }

@@ -1,20 +1,26 @@
 import Foundation
 
-/// A list with its first element inline and the rest in an array: a command's dependencies and its
-/// dependents, and the drains a change wakes (``Wakeups``: waking one observer, a stage of a chain,
-/// allocates nothing). Most commands have none or one of each (a chain, a fan-out's leaves), and a
-/// one-element array is a 40-to-48-byte allocation per command: for a dependency, kept for the
-/// command's whole life; for a dependent, from the execute walk until the command ends, which is
-/// every command of a graph at once (about 60 bytes a command at the peak of a million-node chain).
+/// A list with its first element inline and the rest in a tail buffer (``SmallListTail``): a
+/// command's dependencies and its dependents, and the drains a change wakes (``Wakeups``: waking one
+/// observer, a stage of a chain, allocates nothing). Most commands have none or one of each (a
+/// chain, a fan-out's leaves), and a one-element array is a 40-to-48-byte allocation per command: for
+/// a dependency, kept for the command's whole life; for a dependent, from the execute walk until the
+/// command ends, which is every command of a graph at once (about 60 bytes a command at the peak of a
+/// million-node chain).
 struct SmallList<Element>: Sequence {
     private(set) var first: Element?
-    /// Every element after `first`; nil while there is at most one. Optional, not an empty array: the
-    /// same 8 bytes, and a list of one is destroyed without releasing the empty array's storage (a
-    /// `Wakeups` is made and destroyed on every value a stage sends).
-    private var tail: [Element]?
+    /// Every element after `first`; nil while there is at most one (a list of one is destroyed
+    /// without releasing anything more: a `Wakeups` is made and destroyed on every value a stage
+    /// sends). See ``SmallListTail`` for why it is not an array.
+    ///
+    /// `nonisolated(unsafe)` (a `ManagedBuffer` is not `Sendable`): the tail is written only through a
+    /// list that holds the only reference to it (``append(_:)`` copies a shared tail first, as `Array`
+    /// does), so a list sent to another thread shares nothing that is written; the lists themselves
+    /// live in a command's state, under its lock, or are values taken out of it.
+    nonisolated(unsafe) private var tail: SmallListTail<Element>?
 
     /// Every element after `first`.
-    var rest: [Element] { tail ?? [] }
+    var rest: [Element] { tail?.elements ?? [] }
 
     init() {}
 
@@ -28,45 +34,142 @@ struct SmallList<Element>: Sequence {
     var count: Int { first == nil ? 0 : 1 + (tail?.count ?? 0) }
 
     subscript(index: Int) -> Element {
-        index == 0 ? first! : tail![index - 1]
+        index == 0 ? first! : tail!.element(at: index - 1)
     }
 
-    /// Appends `element`; `rest` starts with room for 2 and grows by half (2, 5, 8, 14...; the
+    /// Whether there is an element at `index` (`count > index`), without counting the tail.
+    func hasElement(at index: Int) -> Bool {
+        if index == 0 { return first != nil }
+        guard let tail, index - 1 < tail.capacity else { return false }
+        return tail.isFilled(index - 1)
+    }
+
+    /// The element at `index`, or nil past the last: a walk's cursor, without counting the tail.
+    func element(at index: Int) -> Element? {
+        if index == 0 { return first }
+        guard let tail, index - 1 < tail.capacity else { return nil }
+        return tail.slot(index - 1)
+    }
+
+    /// Appends `element`; the tail starts with room for 2 and grows by half (2, 5, 8, 14...; the
     /// allocator's rounding makes it 3, 5, 9, 15), not by doubling: a node's lists are built once
-    /// and kept for its life, and a doubled array left a lattice node (10 edges) about 170 bytes of
+    /// and kept for its life, and a doubled tail left a lattice node (10 edges) about 170 bytes of
     /// empty room in its two lists; a first room of 4 (5 after rounding) left a random DAG's node (3
     /// edges each way) 16 bytes of it in each list. Still amortised O(1) (a fan-in of a million edges).
-    mutating func append(_ element: Element) {
+    /// A tail another copy of the list shares is copied first (the list is a value). Returns the new
+    /// count.
+    @discardableResult
+    mutating func append(_ element: Element) -> Int {
         if first == nil {
             first = element
-            return
+            return 1
         }
-        var rest = tail ?? []
-        tail = nil  // `rest` is then the array's only reference: appended to in place
-        if rest.count == rest.capacity { rest.reserveCapacity(rest.isEmpty ? 2 : rest.count + rest.count / 2 + 1) }
-        rest.append(element)
-        tail = rest
+        let capacity = tail?.capacity ?? 0
+        let count = tail?.count(capacity: capacity) ?? 0
+        let unique = isKnownUniquelyReferenced(&tail)
+        if count == capacity || !unique {
+            let room = count < capacity ? capacity : count == 0 ? 2 : count + count / 2 + 1
+            tail = SmallListTail.make(room: room, from: tail, count: count, moving: unique)
+        }
+        tail!.put(element, at: count)
+        return count + 2
     }
 
     /// The elements as an array (allocates when there are any).
     var array: [Element] {
         guard let first else { return [] }
-        return [first] + (tail ?? [])
+        return [first] + (tail?.elements ?? [])
     }
 
     /// Iterates without making an array.
     struct Iterator: IteratorProtocol {
         fileprivate let list: SmallList
         fileprivate var index = 0
+        /// The tail's room, read once (it asks the allocator).
+        fileprivate let room: Int
 
         mutating func next() -> Element? {
-            guard index < list.count else { return nil }
-            defer { index += 1 }
-            return list[index]
+            if index == 0 {
+                index = 1
+                return list.first
+            }
+            guard index - 1 < room, let element = list.tail!.slot(index - 1) else { return nil }
+            index += 1
+            return element
         }
     }
 
-    func makeIterator() -> Iterator { Iterator(list: self) }
+    func makeIterator() -> Iterator { Iterator(list: self, room: tail?.capacity ?? 0) }
+}
+
+/// A ``SmallList``'s elements after its first: slots filled from the start, nil after the last, so
+/// the buffer keeps no count (found by a binary search for the first nil) and no room (the
+/// allocator's size of the block, ``ManagedBuffer/capacity``). An `Array` keeps both, 16 bytes of
+/// header more: a lattice node's two lists of 9 more edges were two 112-byte blocks, now two 96-byte
+/// ones (16 + 9 x 8 = 88 bytes asked for, against 104), and a random DAG node's lists of 2 more a
+/// 48-byte block instead of a 64-byte one. The price: an append counts the tail (about 12
+/// instructions a halving: a fan-in of 6,000 edges paid about 500 instructions a node more, 2%), and
+/// its room is the allocator's answer (`malloc_usable_size`, `malloc_size`) on every append.
+final class SmallListTail<Element>: ManagedBuffer<Void, Element?> {
+    /// A tail with room for at least `room` elements (every slot nil), holding the first `count` of
+    /// `source`'s: moved out of it (`moving`: the caller held its only reference and drops it; its
+    /// slots are left nil) or copied.
+    static func make(room: Int, from source: SmallListTail?, count: Int, moving: Bool) -> SmallListTail {
+        let tail = unsafeDowncast(create(minimumCapacity: room) { _ in }, to: SmallListTail.self)
+        let capacity = tail.capacity
+        tail.withUnsafeMutablePointerToElements { slots in
+            if let source {
+                source.withUnsafeMutablePointerToElements { old in
+                    if moving {
+                        slots.moveInitialize(from: old, count: count)
+                        old.initialize(repeating: nil, count: count)
+                    } else {
+                        slots.initialize(from: old, count: count)
+                    }
+                }
+            }
+            (slots + count).initialize(repeating: nil, count: capacity - count)
+        }
+        return tail
+    }
+
+    deinit {
+        _ = withUnsafeMutablePointerToElements { $0.deinitialize(count: capacity) }
+    }
+
+    /// How many slots are filled: they are the first ones.
+    var count: Int { count(capacity: capacity) }
+
+    /// ``count`` with the room already read.
+    func count(capacity: Int) -> Int {
+        withUnsafeMutablePointerToElements { slots in
+            if slots[capacity - 1] != nil { return capacity }
+            // slots[low - 1] is filled (or low is 0) and slots[high] is nil.
+            var low = 0
+            var high = capacity - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if slots[middle] == nil { high = middle } else { low = middle + 1 }
+            }
+            return low
+        }
+    }
+
+    func slot(_ index: Int) -> Element? { withUnsafeMutablePointerToElements { $0[index] } }
+
+    func isFilled(_ index: Int) -> Bool { withUnsafeMutablePointerToElements { $0[index] != nil } }
+
+    func element(at index: Int) -> Element { slot(index)! }
+
+    /// Fills the first empty slot, `index` (the caller holds the only reference).
+    func put(_ element: Element, at index: Int) {
+        withUnsafeMutablePointerToElements { $0[index] = element }
+    }
+
+    var elements: [Element] {
+        let count = self.count
+        return withUnsafeMutablePointerToElements { slots in (0..<count).map { slots[$0]! } }
+    }
 }
 
 extension SmallList: Sendable where Element: Sendable {}
@@ -76,7 +179,8 @@ typealias OperationList = SmallList<Operation>
 
 extension SmallList where Element == Operation {
     func contains(_ operation: Operation) -> Bool {
-        first === operation || (tail?.contains { $0 === operation } ?? false)
+        for element in self where element === operation { return true }
+        return false
     }
 
     mutating func remove(_ operation: Operation) {
