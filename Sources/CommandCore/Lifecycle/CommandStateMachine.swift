@@ -91,9 +91,9 @@ struct CommandStateMachine: Sendable {
     var observers: [ObserverRecord] = []
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var nextObserverID: UInt64 = 0
-    /// What `run` returned (an `any Cancelable`, kept as its object: 8 bytes where the existential is
-    /// 16, and the ending that cancels it casts it back): cancelled on
-    /// cancel, released when the command ends (set in `runReturned`, cleared in `end`).
+    /// What `run` returned: cancelled on cancel, released when the command ends (set in `runReturned`,
+    /// cleared in `end`). An `any Cancelable` kept as its object (8 bytes where the existential is 16):
+    /// the ending that cancels it casts it back.
     var cancelable: (any AnyObject & Sendable)?
     // The fields narrower than a word last, together: between wider fields each would cost a padded
     // word (`StateLayoutTests` checks the size).
