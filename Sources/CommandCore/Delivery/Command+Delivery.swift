@@ -26,11 +26,13 @@ extension Command {
         // was two calls a value).
         var wakeups: Wakeups?
         var claim: InPlaceClaim?
-        guard
-            machine.withLock({ machine, word in
-                machine.send(value, claimInPlace: inPlace, word: word, wakeups: &wakeups, claim: &claim)
-            })
-        else {
+        // The lock taken without a closure: `send`'s body compiles into this function (as a closure it
+        // was a function of its own, called with registers saved around it). Nothing in `send` calls
+        // user code or throws.
+        let (state, word) = machine.acquire()
+        let sent = state.pointee.send(value, claimInPlace: inPlace, word: word, wakeups: &wakeups, claim: &claim)
+        machine.release()
+        guard sent else {
             // After a cancel, a late send is the normal race with work that had not seen it: silent.
             if !quietly && !machine.withLock({ $0.isCancelled }) {
                 diagnose(.alreadyFinished, "a value was sent after the terminal event (or before run); it is ignored.")
@@ -39,12 +41,13 @@ extension Command {
         }
         if let wakeups { schedule(wakeups) }
         if let claim {
-            Trampoline.deliverNow(on: trampoline) {
-                claim.box._withUnsafeGuaranteedRef { unsafeDowncast($0, to: SinkBox<Output>.self).deliver(value) }
-                // Then the observer's idle mark: a claim in the word released without the lock unless
-                // something poked it; else whatever arrived meanwhile, under the lock.
-                if !claim.lockFree || !machine.claimWord.release() { drainInPlace(claim) }
-            }
+            // `Trampoline.deliverNow(on:_:)` without its closure (which was a function of its own).
+            let nested = Trampoline.beginDeliveryNow(on: trampoline)
+            claim.box._withUnsafeGuaranteedRef { unsafeDowncast($0, to: SinkBox<Output>.self).deliver(value) }
+            // Then the observer's idle mark: a claim in the word released without the lock unless
+            // something poked it; else whatever arrived meanwhile, under the lock.
+            if !claim.lockFree || !machine.claimWord.release() { drainInPlace(claim) }
+            if !nested { Trampoline.endDeliveryNow(on: trampoline) }
         }
     }
 

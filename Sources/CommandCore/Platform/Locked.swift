@@ -48,6 +48,16 @@ package struct Locked<Value>: @unchecked Sendable {
         try storage.withLock(body)
     }
 
+    /// ``withLockAndClaimWord(_:)`` without a closure: takes the lock and returns the value's address,
+    /// valid until ``release()``, which the caller must call on every path, with no user code or other
+    /// lock in between. Only for a body that must be compiled into its caller (a command's send,
+    /// where the closure was a function of its own: a call, and registers saved around it).
+    @inline(__always)
+    func acquire() -> (value: UnsafeMutablePointer<Value>, word: ClaimWord) { storage.acquire() }
+
+    @inline(__always)
+    func release() { storage.release() }
+
     /// The in-place claim word beside the lock, for a claim's release without the lock.
     @inline(__always)
     var claimWord: ClaimWord { storage.withUnsafeMutablePointerToElements { LockStorage<Value>.claimWord($0) } }
@@ -173,13 +183,22 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
 
     @inline(__always)
     func withLock<Result>(_ body: (inout Value, ClaimWord) throws -> Result) rethrows -> Result {
-        try withUnsafeMutablePointers { value, word in
+        let (value, word) = acquire()
+        defer { release() }
+        return try body(&value.pointee, word)
+    }
+
+    /// Takes the lock; the value's address is valid until ``release()`` (the storage is kept alive by
+    /// the caller's ``Locked``). For `withLock`, and for the one caller whose body must be compiled
+    /// into it rather than as a closure of its own (a command's send: see `Command.receive`).
+    @inline(__always)
+    func acquire() -> (value: UnsafeMutablePointer<Value>, word: ClaimWord) {
+        withUnsafeMutablePointers { value, word in
             #if canImport(Darwin)
                 #if DEBUG
                     os_unfair_lock_assert_not_owner(Self.lock(word))
                 #endif
                 os_unfair_lock_lock(Self.lock(word))
-                defer { os_unfair_lock_unlock(Self.lock(word)) }
             #else
                 #if DEBUG
                     // A lock this thread holds would never be released: stop with a message instead.
@@ -192,14 +211,23 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
                 #if DEBUG
                     command_lock_set_owner(Self.words(word), me)
                 #endif
-                defer {
-                    #if DEBUG
-                        command_lock_set_owner(Self.words(word), 0)
-                    #endif
-                    command_lock_unlock(Self.words(word))
-                }
             #endif
-            return try body(&value.pointee, Self.claimWord(word))
+            return (value, Self.claimWord(word))
+        }
+    }
+
+    /// Releases the lock ``acquire()`` took.
+    @inline(__always)
+    func release() {
+        withUnsafeMutablePointerToElements { word in
+            #if canImport(Darwin)
+                os_unfair_lock_unlock(Self.lock(word))
+            #else
+                #if DEBUG
+                    command_lock_set_owner(Self.words(word), 0)
+                #endif
+                command_lock_unlock(Self.words(word))
+            #endif
         }
     }
 }

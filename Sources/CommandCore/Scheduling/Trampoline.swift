@@ -122,6 +122,26 @@ package final class Trampoline: Sendable {
         }
     }
 
+    /// ``deliverNow(on:_:)`` without a closure, for the value path (`Command.receive`, where the
+    /// closure, called from two places, was a function of its own): before the delivery, true when
+    /// it runs nested in this thread's running loop; false when this call made the thread the loop,
+    /// and the caller then calls ``endDeliveryNow(on:)`` after it.
+    @inline(__always)
+    static func beginDeliveryNow(on queue: Unmanaged<Queue>) -> Bool {
+        queue._withUnsafeGuaranteedRef { queue in
+            if queue.running { return true }
+            begin(queue)
+            return false
+        }
+    }
+
+    /// After a delivery that made this thread the loop (``beginDeliveryNow(on:)`` returned false):
+    /// runs what it queued, then ends the loop.
+    @inline(__always)
+    static func endDeliveryNow(on queue: Unmanaged<Queue>) {
+        queue._withUnsafeGuaranteedRef { drainQueued($0) }
+    }
+
     /// Runs `body` with in-place deliveries off on this thread: what it sends is queued. For a node
     /// that sends while holding its own lock (user code must not run under it).
     package static func queueing<Result>(_ body: () throws -> Result) rethrows -> Result {

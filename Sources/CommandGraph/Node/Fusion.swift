@@ -23,10 +23,12 @@ import CommandCore
 let maxFusedStages = 32
 
 /// What consumes a value: the next stage's handler, or the node's own send.
+@usableFromInline
 typealias ValueHandler<Value> = @Sendable (Value) -> Void
 
 /// A stateless stage's transform: given what takes its output and what fails the node running it,
 /// what handles one input value.
+@usableFromInline
 typealias StageTransform<Input, Output> =
     @Sendable (_ next: @escaping ValueHandler<Output>, _ fail: @escaping @Sendable (any Error) -> Void) -> ValueHandler<
         Input

@@ -23,6 +23,7 @@ extension Command {
     /// is; the input's terminal event is forwarded (``Link/forwardTerminal(_:inputName:)``). The
     /// values' fast path: no event is built per value, and stages nothing else holds are fused into
     /// the node that consumes them (`Node/Fusion.swift`).
+    @usableFromInline
     func stage<Result: Sendable>(_ name: String, _ transform: @escaping StageTransform<Output, Result>) -> Command<
         Result
     > {

@@ -4,7 +4,12 @@ import CommandCore
 // them on (`.immediate`, no hop); a throwing closure fails the node with its error and cancels the
 // input (if no other consumer needs it); cancelling the node cancels the input likewise. `map`,
 // `filter` and `compactMap` that nothing else holds run inside the node consuming them (operator
-// fusion, `Node/Fusion.swift`): the same events, without a node per stage.
+// fusion, `Node/Fusion.swift`): the same events, without a node per stage. `map` and `compactMap`
+// are `@inlinable`, so that the closure handling each value is compiled where the caller's types are
+// known: made inside the library, it moved each result through a buffer whose size is looked up at
+// run time (a kept `map` stage 291 -> 278 instructions a value, a fused one 81 -> 66). `filter` is
+// not: it hands on the value it was given, and compiled in the caller it converted the value to and
+// from the library's generic form on every call (`filtermap` 397 -> 416 instructions).
 
 extension Command {
     /// Transforms each value.
@@ -12,6 +17,7 @@ extension Command {
     /// *Emits:* `transform(value)` for each value. *Completes:* when this command completes.
     /// *Fails:* when this command fails, or `transform` throws (with its error).
     /// *Cancels:* this command when the node is cancelled (unless another consumer needs it).
+    @inlinable
     public func map<Result: Sendable>(_ transform: @escaping @Sendable (Output) throws -> Result) -> Command<Result> {
         stage("map") { next, fail in
             { value in
@@ -36,6 +42,7 @@ extension Command {
     ///
     /// *Emits:* each non-nil `transform(value)`. *Completes:* when this command completes.
     /// *Fails:* when this command fails, or `transform` throws. *Cancels:* as ``map(_:)``.
+    @inlinable
     public func compactMap<Result: Sendable>(
         _ transform: @escaping @Sendable (Output) throws -> Result?
     ) -> Command<Result> {
