@@ -25,7 +25,7 @@ struct ValueLog: @unchecked Sendable {
 
     /// Absolute index one past the newest value.
     @inline(__always)
-    var endIndex: Int { startIndex + (ring?.count ?? zeroSizedCount) }
+    var endIndex: Int { startIndex &+ (ring?.count ?? zeroSizedCount) }
 
     @inline(__always)
     var isEmpty: Bool { (ring?.count ?? zeroSizedCount) == 0 }
@@ -61,13 +61,14 @@ struct ValueLog: @unchecked Sendable {
     /// done) otherwise, or when the ring is shared.
     @inline(__always)
     mutating func replaceOnlyValue<Output: Sendable>(with value: Output) -> Bool {
-        if MemoryLayout<Output>.size == 0 {
-            guard zeroSizedCount == 1 else { return false }
-            startIndex += 1
-            return true
+        // The ring first: a zero-sized `Output` never has one, and its size is looked up at run time
+        // in this unspecialised code.
+        if ring != nil {
+            guard ring!.count == 1, isKnownUniquelyReferenced(&ring!) else { return false }
+            ring!.slot(0).assumingMemoryBound(to: Output.self).pointee = value
+        } else {
+            guard MemoryLayout<Output>.size == 0, zeroSizedCount == 1 else { return false }
         }
-        guard ring != nil, ring!.count == 1, isKnownUniquelyReferenced(&ring!) else { return false }
-        ring!.slot(0).assumingMemoryBound(to: Output.self).pointee = value
         startIndex += 1
         return true
     }
@@ -145,7 +146,9 @@ package final class RawRing {
     /// The memory of the value at `offset` from the oldest (or of the next one, at `count`).
     @inline(__always)
     func slot(_ offset: Int) -> UnsafeMutableRawPointer {
-        buffer! + ((head + offset) & (capacity - 1)) * stride
+        // Wrapping arithmetic: the indexes are below the capacity, whose slots are allocated (no
+        // overflow to check: a few instructions on every value kept).
+        buffer! + ((head &+ offset) & (capacity &- 1)) &* stride
     }
 
     /// Destroys and forgets the `count` oldest values (their type opened once).
