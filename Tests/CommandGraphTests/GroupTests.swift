@@ -348,11 +348,14 @@ extension CommandState {
         let group = GroupCommand(name: "group", children: [child("a", steps), child("b", steps)])
         let after = BlockOperation { steps.append("after") }
         after.addDependency(group)
+        // The completion block before the operations are queued: set after, it could come too late
+        // (the group and `after` had both finished before it was set in one ThreadSanitizer run, and
+        // the wait timed out).
+        let done = Checkpoint()
+        after.completionBlock = { done.fulfill() }
         let queue = OperationQueue()
         queue.addOperation(after)
         queue.addOperation(group)
-        let done = Checkpoint()
-        after.completionBlock = { done.fulfill() }
         #expect(await done.wait())
         #expect(steps.all.last == "after")
         #expect(steps.all.contains("a ended") && steps.all.contains("b ended"))
