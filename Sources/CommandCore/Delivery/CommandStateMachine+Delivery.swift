@@ -93,7 +93,7 @@ extension CommandStateMachine {
             && observers[0].context.isImmediate && observers[0].cursor == index && word.isFree
             && (replay == .none ? log.skipIfEmpty() : replay == .latest && log.replaceOnlyValue(with: value))
         {
-            observers[0].cursor = index + 1
+            advanceOnlyObserverInPlace(to: index &+ 1)
             word.claim()
             claim = InPlaceClaim(
                 observer: observers[0].id, box: Unmanaged.passUnretained(observers[0].sink), lockFree: true)
@@ -101,6 +101,23 @@ extension CommandStateMachine {
         }
         sendToEveryObserver(value, at: index, claimInPlace: claimInPlace, wakeups: &wakeups, claim: &claim)
         return true
+    }
+
+    /// `observers[0].cursor = cursor`, written in the array's buffer without the copy-on-write check
+    /// (a call to the runtime and registers saved around it, on every value a kept stage sends): the
+    /// records are never copied out of the lock round that reads them (the state lives in its lock's
+    /// storage, and no function returns or keeps `observers`), so the state's reference is the only
+    /// one. Debug builds check that it is.
+    @inline(__always)
+    private mutating func advanceOnlyObserverInPlace(to cursor: Int) {
+        #if DEBUG
+            let shared = observers.withUnsafeBufferPointer { $0.baseAddress }
+            observers.withUnsafeMutableBufferPointer { _ in }  // copies the buffer if it was shared
+            precondition(
+                shared == observers.withUnsafeBufferPointer { $0.baseAddress },
+                "CommandStateMachine: the observers' records were shared outside the lock")
+        #endif
+        observers.withUnsafeBufferPointer { UnsafeMutablePointer(mutating: $0.baseAddress!).pointee.cursor = cursor }
     }
 
     /// `send`'s general case: the value appended to the log and each idle events observer woken (or
