@@ -6,7 +6,7 @@ import Foundation
 struct Propagation: Sendable {
     let outcome: Termination
     let source: CommandNode
-    let dependents: SmallList<CommandNode>
+    let dependents: RefList<CommandNode>
 }
 
 /// The answer of a dependency to a dependent registering with it.

@@ -1,26 +1,20 @@
 import Foundation
 
-/// A list with its first element inline and the rest in a tail buffer (``SmallListTail``): a
-/// command's dependencies and its dependents, and the drains a change wakes (``Wakeups``: waking one
-/// observer, a stage of a chain, allocates nothing). Most commands have none or one of each (a
-/// chain, a fan-out's leaves), and a one-element array is a 40-to-48-byte allocation per command: for
-/// a dependency, kept for the command's whole life; for a dependent, from the execute walk until the
-/// command ends, which is every command of a graph at once (about 60 bytes a command at the peak of a
-/// million-node chain).
+/// A list with its first element inline and the rest in an array: the drains a change wakes
+/// (``Wakeups``: waking one observer, a stage of a chain, allocates nothing) and an exclusivity book's
+/// grants (a command's edges are a ``RefList``, whose tail has no array header). Most commands have none or one of each (a chain, a fan-out's leaves), and a
+/// one-element array is a 40-to-48-byte allocation per command: for a dependency, kept for the
+/// command's whole life; for a dependent, from the execute walk until the command ends, which is
+/// every command of a graph at once (about 60 bytes a command at the peak of a million-node chain).
 struct SmallList<Element>: Sequence {
     private(set) var first: Element?
-    /// Every element after `first`; nil while there is at most one (a list of one is destroyed
-    /// without releasing anything more: a `Wakeups` is made and destroyed on every value a stage
-    /// sends). See ``SmallListTail`` for why it is not an array.
-    ///
-    /// `nonisolated(unsafe)` (a `ManagedBuffer` is not `Sendable`): the tail is written only through a
-    /// list that holds the only reference to it (``append(_:)`` copies a shared tail first, as `Array`
-    /// does), so a list sent to another thread shares nothing that is written; the lists themselves
-    /// live in a command's state, under its lock, or are values taken out of it.
-    nonisolated(unsafe) private var tail: SmallListTail<Element>?
+    /// Every element after `first`; nil while there is at most one. Optional, not an empty array: the
+    /// same 8 bytes, and a list of one is destroyed without releasing the empty array's storage (a
+    /// `Wakeups` is made and destroyed on every value a stage sends).
+    private var tail: [Element]?
 
     /// Every element after `first`.
-    var rest: [Element] { tail?.elements ?? [] }
+    var rest: [Element] { tail ?? [] }
 
     init() {}
 
@@ -34,7 +28,79 @@ struct SmallList<Element>: Sequence {
     var count: Int { first == nil ? 0 : 1 + (tail?.count ?? 0) }
 
     subscript(index: Int) -> Element {
-        index == 0 ? first! : tail!.element(at: index - 1)
+        index == 0 ? first! : tail![index - 1]
+    }
+
+    /// Appends `element`; `rest` starts with room for 2 and grows by half (2, 5, 8, 14...; the
+    /// allocator's rounding makes it 3, 5, 9, 15), not by doubling: a node's lists are built once
+    /// and kept for its life, and a doubled array left a lattice node (10 edges) about 170 bytes of
+    /// empty room in its two lists; a first room of 4 (5 after rounding) left a random DAG's node (3
+    /// edges each way) 16 bytes of it in each list. Still amortised O(1) (a fan-in of a million edges).
+    mutating func append(_ element: Element) {
+        if first == nil {
+            first = element
+            return
+        }
+        var rest = tail ?? []
+        tail = nil  // `rest` is then the array's only reference: appended to in place
+        if rest.count == rest.capacity { rest.reserveCapacity(rest.isEmpty ? 2 : rest.count + rest.count / 2 + 1) }
+        rest.append(element)
+        tail = rest
+    }
+
+    /// The elements as an array (allocates when there are any).
+    var array: [Element] {
+        guard let first else { return [] }
+        return [first] + (tail ?? [])
+    }
+
+    /// Iterates without making an array.
+    struct Iterator: IteratorProtocol {
+        fileprivate let list: SmallList
+        fileprivate var index = 0
+
+        mutating func next() -> Element? {
+            guard index < list.count else { return nil }
+            defer { index += 1 }
+            return list[index]
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(list: self) }
+}
+
+extension SmallList: Sendable where Element: Sendable {}
+
+/// A list of references with its first element inline and the rest in a tail buffer (``ObjectTail``):
+/// a command's dependencies and its dependents. Most commands have none or one of each (a chain, a
+/// fan-out's leaves), and a one-element array is a 40-to-48-byte allocation per command: for a
+/// dependency, kept for the command's whole life; for a dependent, from the execute walk until the
+/// command ends, which is every command of a graph at once (about 60 bytes a command at the peak of a
+/// million-node chain).
+struct RefList<Element: AnyObject>: Sequence {
+    private(set) var first: Element?
+    /// Every element after `first`; nil while there is at most one. See ``ObjectTail`` for why it is
+    /// not an array.
+    ///
+    /// `nonisolated(unsafe)` (a `ManagedBuffer` is not `Sendable`): the tail is written only through a
+    /// list that holds the only reference to it (``append(_:)`` copies a shared tail first, as `Array`
+    /// does), so a list sent to another thread shares nothing that is written; the lists themselves
+    /// live in a command's state, under its lock, or are values taken out of it.
+    nonisolated(unsafe) private var tail: ObjectTail?
+
+    init() {}
+
+    init(_ element: Element) { first = element }
+
+    init(_ elements: [Element]) {
+        for element in elements { append(element) }
+    }
+
+    var isEmpty: Bool { first == nil }
+    var count: Int { first == nil ? 0 : 1 + (tail?.count ?? 0) }
+
+    subscript(index: Int) -> Element {
+        index == 0 ? first! : unsafeDowncast(tail!.slot(index - 1)!, to: Element.self)
     }
 
     /// Whether there is an element at `index` (`count > index`), without counting the tail.
@@ -47,8 +113,13 @@ struct SmallList<Element>: Sequence {
     /// The element at `index`, or nil past the last: a walk's cursor, without counting the tail.
     func element(at index: Int) -> Element? {
         if index == 0 { return first }
-        guard let tail, index - 1 < tail.capacity else { return nil }
-        return tail.slot(index - 1)
+        guard let tail, index - 1 < tail.capacity, let object = tail.slot(index - 1) else { return nil }
+        return unsafeDowncast(object, to: Element.self)
+    }
+
+    /// Whether `element` is in the list (by identity), without retaining the others.
+    func contains(_ element: Element) -> Bool {
+        first === element || (tail?.contains(ObjectIdentifier(element)) ?? false)
     }
 
     /// Appends `element`; the tail starts with room for 2 and grows by half (2, 5, 8, 14...; the
@@ -69,21 +140,29 @@ struct SmallList<Element>: Sequence {
         let unique = isKnownUniquelyReferenced(&tail)
         if count == capacity || !unique {
             let room = count < capacity ? capacity : count == 0 ? 2 : count + count / 2 + 1
-            tail = SmallListTail.make(room: room, from: tail, count: count, moving: unique)
+            tail = ObjectTail.make(room: room, from: tail, count: count, moving: unique)
         }
         tail!.put(element, at: count)
         return count + 2
     }
 
+    /// Removes `element` (by identity), keeping the order.
+    mutating func remove(_ element: Element) {
+        self = RefList(array.filter { $0 !== element })
+    }
+
+    /// Every element after `first`.
+    var rest: [Element] { tail?.objects.map { unsafeDowncast($0, to: Element.self) } ?? [] }
+
     /// The elements as an array (allocates when there are any).
     var array: [Element] {
         guard let first else { return [] }
-        return [first] + (tail?.elements ?? [])
+        return [first] + rest
     }
 
     /// Iterates without making an array.
     struct Iterator: IteratorProtocol {
-        fileprivate let list: SmallList
+        fileprivate let list: RefList
         fileprivate var index = 0
         /// The tail's room, read once (it asks the allocator).
         fileprivate let room: Int
@@ -93,29 +172,36 @@ struct SmallList<Element>: Sequence {
                 index = 1
                 return list.first
             }
-            guard index - 1 < room, let element = list.tail!.slot(index - 1) else { return nil }
+            guard index - 1 < room, let object = list.tail!.slot(index - 1) else { return nil }
             index += 1
-            return element
+            return unsafeDowncast(object, to: Element.self)
         }
     }
 
     func makeIterator() -> Iterator { Iterator(list: self, room: tail?.capacity ?? 0) }
 }
 
-/// A ``SmallList``'s elements after its first: slots filled from the start, nil after the last, so
-/// the buffer keeps no count (found by a binary search for the first nil) and no room (the
-/// allocator's size of the block, ``ManagedBuffer/capacity``). An `Array` keeps both, 16 bytes of
-/// header more: a lattice node's two lists of 9 more edges were two 112-byte blocks, now two 96-byte
-/// ones (16 + 9 x 8 = 88 bytes asked for, against 104), and a random DAG node's lists of 2 more a
-/// 48-byte block instead of a 64-byte one. The price: an append counts the tail (about 12
-/// instructions a halving: a fan-in of 6,000 edges paid about 500 instructions a node more, 2%), and
-/// its room is the allocator's answer (`malloc_usable_size`, `malloc_size`) on every append.
-final class SmallListTail<Element>: ManagedBuffer<Void, Element?> {
+extension RefList: Sendable where Element: Sendable {}
+
+/// A command's dependencies.
+typealias OperationList = RefList<Operation>
+
+/// A ``RefList``'s elements after its first: slots filled from the start, nil after the last, so the
+/// buffer keeps no count (found by a binary search for the first nil) and no room (the allocator's
+/// size of the block, ``ManagedBuffer/capacity``). An `Array` keeps both, 16 bytes of header more: a
+/// lattice node's two lists of 9 more edges were two 112-byte blocks, now two 96-byte ones (16 + 9 x 8
+/// = 88 bytes asked for, against 104), and a random DAG node's lists of 2 more a 48-byte block instead
+/// of a 64-byte one. Not generic: its deinit and its loops over the slots are compiled for one type
+/// (a generic tail's deinit looked `Optional<Element>`'s metadata up in the runtime's table each time,
+/// about 330 instructions a list). The price: an append counts the tail (about 12 instructions a
+/// halving: a fan-in of 6,000 edges paid about 370 instructions a node more, 1.4%), and its room is the
+/// allocator's answer (`malloc_usable_size`, `malloc_size`).
+final class ObjectTail: ManagedBuffer<Void, AnyObject?> {
     /// A tail with room for at least `room` elements (every slot nil), holding the first `count` of
     /// `source`'s: moved out of it (`moving`: the caller held its only reference and drops it; its
     /// slots are left nil) or copied.
-    static func make(room: Int, from source: SmallListTail?, count: Int, moving: Bool) -> SmallListTail {
-        let tail = unsafeDowncast(create(minimumCapacity: room) { _ in }, to: SmallListTail.self)
+    static func make(room: Int, from source: ObjectTail?, count: Int, moving: Bool) -> ObjectTail {
+        let tail = unsafeDowncast(create(minimumCapacity: room) { _ in }, to: ObjectTail.self)
         let capacity = tail.capacity
         tail.withUnsafeMutablePointerToElements { slots in
             if let source {
@@ -155,35 +241,32 @@ final class SmallListTail<Element>: ManagedBuffer<Void, Element?> {
         }
     }
 
-    func slot(_ index: Int) -> Element? { withUnsafeMutablePointerToElements { $0[index] } }
+    func slot(_ index: Int) -> AnyObject? { withUnsafeMutablePointerToElements { $0[index] } }
 
     func isFilled(_ index: Int) -> Bool { withUnsafeMutablePointerToElements { $0[index] != nil } }
 
-    func element(at index: Int) -> Element { slot(index)! }
+    /// Whether a slot holds the object `id` names: compared as addresses, without retaining each.
+    func contains(_ id: ObjectIdentifier) -> Bool {
+        let capacity = self.capacity
+        let wanted = UInt(bitPattern: id)
+        return withUnsafeMutablePointerToElements { slots in
+            let words = UnsafeRawPointer(slots)
+            for index in 0..<capacity {
+                let word = words.load(fromByteOffset: index &* MemoryLayout<UInt>.stride, as: UInt.self)
+                if word == wanted { return true }
+                if word == 0 { return false }  // nil: the filled slots ended
+            }
+            return false
+        }
+    }
 
     /// Fills the first empty slot, `index` (the caller holds the only reference).
-    func put(_ element: Element, at index: Int) {
-        withUnsafeMutablePointerToElements { $0[index] = element }
+    func put(_ object: AnyObject, at index: Int) {
+        withUnsafeMutablePointerToElements { $0[index] = object }
     }
 
-    var elements: [Element] {
+    var objects: [AnyObject] {
         let count = self.count
         return withUnsafeMutablePointerToElements { slots in (0..<count).map { slots[$0]! } }
-    }
-}
-
-extension SmallList: Sendable where Element: Sendable {}
-
-/// A command's dependencies.
-typealias OperationList = SmallList<Operation>
-
-extension SmallList where Element == Operation {
-    func contains(_ operation: Operation) -> Bool {
-        for element in self where element === operation { return true }
-        return false
-    }
-
-    mutating func remove(_ operation: Operation) {
-        self = SmallList(array.filter { $0 !== operation })
     }
 }

@@ -84,7 +84,7 @@ struct CommandStateMachine: Sendable {
     /// The graph or group watching this command's end, told on the thread where it ended (see
     /// ``EndWatch``); cleared by the ending.
     var endWatch: EndWatch?
-    var dependents = SmallList<CommandNode>()
+    var dependents = RefList<CommandNode>()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
@@ -370,7 +370,7 @@ struct CommandStateMachine: Sendable {
         endWatch = nil
         if !runInProgress { inputs = [] }
         cancelable = nil
-        dependents = SmallList()
+        dependents = RefList()
         if replay != .all { trim() }
         return ending
     }

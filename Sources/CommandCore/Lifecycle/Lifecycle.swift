@@ -69,7 +69,7 @@ struct Ending: Sendable {
     /// Cancel this (the run's cancelable, an `any Cancelable` kept as its object) when the ending is a
     /// cancel (cast back where it is cancelled, in `Command.performLocally(_:)`).
     let cancelable: (any AnyObject & Sendable)?
-    let dependents: SmallList<CommandNode>
+    let dependents: RefList<CommandNode>
     let wakeups: Wakeups
     /// A combinator's inputs, released (with a loop) once the ending was performed.
     let inputs: [Operation]
