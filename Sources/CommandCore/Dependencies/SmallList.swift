@@ -20,11 +20,6 @@ struct SmallList<Element>: Sequence {
 
     init(_ element: Element) { first = element }
 
-    init(_ elements: [Element]) {
-        for element in elements { append(element) }
-    }
-
-    var isEmpty: Bool { first == nil }
     var count: Int { first == nil ? 0 : 1 + (tail?.count ?? 0) }
 
     subscript(index: Int) -> Element {
@@ -36,16 +31,19 @@ struct SmallList<Element>: Sequence {
     /// and kept for its life, and a doubled array left a lattice node (10 edges) about 170 bytes of
     /// empty room in its two lists; a first room of 4 (5 after rounding) left a random DAG's node (3
     /// edges each way) 16 bytes of it in each list. Still amortised O(1) (a fan-in of a million edges).
-    mutating func append(_ element: Element) {
+    /// Returns the new count.
+    @discardableResult
+    mutating func append(_ element: Element) -> Int {
         if first == nil {
             first = element
-            return
+            return 1
         }
         var rest = tail ?? []
         tail = nil  // `rest` is then the array's only reference: appended to in place
         if rest.count == rest.capacity { rest.reserveCapacity(rest.isEmpty ? 2 : rest.count + rest.count / 2 + 1) }
         rest.append(element)
         tail = rest
+        return rest.count + 1
     }
 
     /// The elements as an array (allocates when there are any).
@@ -71,6 +69,28 @@ struct SmallList<Element>: Sequence {
 
 extension SmallList: Sendable where Element: Sendable {}
 
+/// What ``SmallList`` and ``RefList`` share: the first element inline, the others appended after it.
+protocol InlineFirstList {
+    associatedtype Element
+    var first: Element? { get }
+    init()
+    /// Appends `element`; returns the new count.
+    @discardableResult
+    mutating func append(_ element: Element) -> Int
+}
+
+extension InlineFirstList {
+    init(_ elements: [Element]) {
+        self.init()
+        for element in elements { append(element) }
+    }
+
+    var isEmpty: Bool { first == nil }
+}
+
+extension SmallList: InlineFirstList {}
+extension RefList: InlineFirstList {}
+
 /// A list of references with its first element inline and the rest in a tail buffer (``ObjectTail``):
 /// a command's dependencies and its dependents. Most commands have none or one of each (a chain, a
 /// fan-out's leaves), and a one-element array is a 40-to-48-byte allocation per command: for a
@@ -92,11 +112,6 @@ struct RefList<Element: AnyObject>: Sequence {
 
     init(_ element: Element) { first = element }
 
-    init(_ elements: [Element]) {
-        for element in elements { append(element) }
-    }
-
-    var isEmpty: Bool { first == nil }
     var count: Int { first == nil ? 0 : 1 + (tail?.count ?? 0) }
 
     subscript(index: Int) -> Element {
