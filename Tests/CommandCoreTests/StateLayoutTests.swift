@@ -68,7 +68,7 @@ import Testing
     /// and no room (the allocator's block size): every length up to past several growths reads back in
     /// order, a copy is not changed by an append to the original (copy on write), and dropping the
     /// list releases every element.
-    @Test func smallList_countsAndCopiesOnWrite_atEveryLength() {
+    @Test func edgeList_countsAndCopiesOnWrite_atEveryLength() {
         let operations = (0..<200).map { _ in Operation() }
         var list = OperationList()
         var copies: [OperationList] = []

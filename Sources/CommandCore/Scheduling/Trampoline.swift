@@ -111,21 +111,15 @@ package final class Trampoline: Sendable {
     /// loop, which then runs what `body` queued.
     @inline(__always)
     static func deliverNow(on queue: Unmanaged<Queue>, _ body: () -> Void) {
-        queue._withUnsafeGuaranteedRef { queue in
-            if queue.running {
-                body()
-                return
-            }
-            begin(queue)
-            body()
-            Self.drainQueued(queue)
-        }
+        let nested = beginDeliveryNow(on: queue)
+        body()
+        if !nested { endDeliveryNow(on: queue) }
     }
 
-    /// ``deliverNow(on:_:)`` without a closure, for the value path (`Command.receive`, where the
-    /// closure, called from two places, was a function of its own): before the delivery, true when
-    /// it runs nested in this thread's running loop; false when this call made the thread the loop,
-    /// and the caller then calls ``endDeliveryNow(on:)`` after it.
+    /// ``deliverNow(on:_:)`` in two halves, for the value path (`Command.receive`, where the closure
+    /// was a function of its own): before the delivery, true when it runs nested in this thread's
+    /// running loop; false when this call made the thread the loop, and the caller then calls
+    /// ``endDeliveryNow(on:)`` after it.
     @inline(__always)
     static func beginDeliveryNow(on queue: Unmanaged<Queue>) -> Bool {
         queue._withUnsafeGuaranteedRef { queue in
