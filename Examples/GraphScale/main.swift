@@ -5,7 +5,9 @@
 // (the commands nothing depends on); and three shapes built the
 // README's way, through `Graph.add(_:dependsOn:)` (each edge checked for a cycle) and run with
 // `Graph.run`: graph-chain, graph-star (every node on node 0) and graph-dag (each node on 3 earlier
-// nodes picked at random, seeded). Each size runs several times (31 at 1k, 11 at 10k, 5 at 100k, 3 at
+// nodes picked at random, seeded); and operation-dag, graph-dag's edges on plain `BlockOperation`s run by
+// a hand-written executor (each enqueued on one shared `OperationQueue` once its dependencies finished):
+// how a random DAG's cost grows on Foundation's `Operation` alone, no command. Each size runs several times (31 at 1k, 11 at 10k, 5 at 100k, 3 at
 // 1M; this machine is noisy): prints the median time per command (making the commands + adding the edges + the run),
 // the fastest, the time the release of the graph took after the sink's callback, and the resident
 // memory before and after the graph was released; then for each shape the ratio of the median at the
@@ -19,7 +21,9 @@ import ExampleSupport
 import Foundation
 
 let maxSize = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 1_000_000
-let allShapes = ["chain", "fan-out", "fan-in", "lattice", "dag", "graph-chain", "graph-star", "graph-dag"]
+let allShapes = [
+    "chain", "fan-out", "fan-in", "lattice", "dag", "graph-chain", "graph-star", "graph-dag", "operation-dag",
+]
 let chosenShapes = Array(CommandLine.arguments.dropFirst(2))
 let shapes = chosenShapes.isEmpty ? allShapes : chosenShapes
 
@@ -93,8 +97,63 @@ func runGraph(_ shape: String, _ count: Int) -> Phases {
     return phases
 }
 
+/// graph-dag's edges on `BlockOperation`s: each node counts its unfinished dependencies (under its
+/// lock) and is added to one shared queue when the count reaches 0; the main thread waits until every
+/// node's block returned (counted after its dependents were enqueued: the nodes are released after).
+func runOperations(_ count: Int) -> Phases {
+    final class Node: @unchecked Sendable {
+        // `remaining` is guarded by `lock`; `operation` and `dependents` are set before the run.
+        let lock = NSLock()
+        var remaining = 0
+        var dependents: [Node] = []
+        var operation: BlockOperation?
+    }
+    var phases = Phases()
+    let start = DispatchTime.now().uptimeNanoseconds
+    do {
+        let queue = OperationQueue()
+        let nodes = (0..<count).map { _ in Node() }
+        let unfinished = Locked(count)
+        let done = DispatchSemaphore(value: 0)
+        for node in nodes {
+            node.operation = BlockOperation { [unowned node] in
+                for dependent in node.dependents {
+                    dependent.lock.lock()
+                    dependent.remaining -= 1
+                    let ready = dependent.remaining == 0
+                    dependent.lock.unlock()
+                    if ready, let operation = dependent.operation { queue.addOperation(operation) }
+                }
+                if unfinished.withLock({ value -> Int in
+                    value -= 1
+                    return value
+                }) == 0 {
+                    done.signal()
+                }
+            }
+        }
+        phases.create = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count)
+        var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for index in 1..<count {
+            for _ in 0..<min(3, index) {
+                random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                let picked = nodes[Int((random >> 33) % UInt64(index))]
+                picked.dependents.append(nodes[index])
+                nodes[index].remaining += 1
+            }
+        }
+        phases.build = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count) - phases.create
+        queue.addOperation(nodes[0].operation!)
+        done.wait()
+        for node in nodes { node.operation = nil }
+    }
+    phases.run = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count) - phases.build - phases.create
+    return phases
+}
+
 func run(_ shape: String, _ count: Int) -> Phases {
     if shape.hasPrefix("graph-") { return runGraph(shape, count) }
+    if shape == "operation-dag" { return runOperations(count) }
     var phases = Phases()
     let start = DispatchTime.now().uptimeNanoseconds
     do {
