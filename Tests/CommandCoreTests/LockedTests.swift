@@ -43,4 +43,39 @@ import Testing
         #expect(final.total == 16_000)
         #expect(final.mostInside == 1 && final.inside == 0)
     }
+
+    /// `OwnedLocked`, a command's state and lock with no object header: the same exclusion as
+    /// `Locked` under eight threads, its claim word beside the lock, and `destroy()` releasing the
+    /// value (an object held in it is deinitialised then, not before).
+    @Test func ownedLocked_excludes_keepsItsClaimWord_andDestroyReleasesTheValue() {
+        final class Tracked: @unchecked Sendable {
+            // Written once, before the threads start, and read after they ended.
+            var count = 0
+        }
+        weak var released: Tracked?
+        do {
+            let tracked = Tracked()
+            released = tracked
+            let lock = OwnedLocked((tracked, inside: 0, mostInside: 0))
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                for _ in 0..<2_000 {
+                    lock.withLock { value in
+                        value.inside += 1
+                        value.mostInside = max(value.mostInside, value.inside)
+                        value.0.count += 1
+                        value.inside -= 1
+                    }
+                }
+            }
+            #expect(lock.withLock { $0.0.count } == 16_000)
+            #expect(lock.withLock { $0.mostInside } == 1)
+            #expect(lock.claimWord.isFree)
+            lock.claimWord.claim()
+            #expect(lock.claimWord.isClaimed && lock.claimWord.release())
+            #expect(lock.claimWord.isFree)
+            #expect(released != nil, "held by the lock's value until destroy()")
+            lock.destroy()
+        }
+        #expect(released == nil, "destroy() deinitialised the value")
+    }
 }

@@ -20,7 +20,9 @@ import Testing
         // observers (the trampoline holds the command itself): a 304-byte block. 256 with the run's
         // cancelable kept as its object (8 bytes, not a 16-byte existential), the thread `run` ran on as
         // a 4-byte number and the consumer count after it, in the timing's last word, and the face's
-        // flags in one word: a 288-byte block (16 + 256 + the 8-byte lock = 280 bytes asked for).
+        // flags in one word: a 288-byte block (16 + 256 + the 8-byte lock = 280 bytes asked for); a
+        // 272-byte block since the lock and the state are an allocation with no object header
+        // (`OwnedLocked`: 8 + 256 = 264 asked for).
         #expect(MemoryLayout<CommandStateMachine>.size <= 256, "\(MemoryLayout<CommandStateMachine>.size)")
         #expect(MemoryLayout<OperationFace>.size <= 32, "\(MemoryLayout<OperationFace>.size)")
         #expect(MemoryLayout<CommandTiming>.size <= 36, "\(MemoryLayout<CommandTiming>.size)")

@@ -418,7 +418,8 @@ import Testing
         var machine = executing()
         machine.replay = .latest
         let id = machine.addObserver(context: .immediate, sink: ObserverSink<Int>.events { _ in }).id
-        let lock = Locked(machine)
+        let lock = OwnedLocked(machine)
+        defer { lock.destroy() }
         let first = lock.withLock { machine, word in machine.sendClaiming(1, word: word)?.claim }
         guard let first else { Issue.record("not claimed"); return }
         #expect(lock.withLock { machine, word in machine.endInPlace(first, word: word) })

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The lock of a command's state.
-extension Locked where Value == CommandStateMachine {
+extension OwnedLocked where Value == CommandStateMachine {
     /// `withLock`, with the in-place claim word, for the state's functions that touch its observers
     /// (they settle a claim first: see `CommandStateMachine.settleInPlaceClaim(_:)`).
     @inline(__always)

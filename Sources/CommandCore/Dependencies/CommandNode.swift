@@ -12,16 +12,16 @@ import Foundation
 /// Its callbacks and cancel are those of `Command` (see there); it has none of its own.
 open class CommandNode: Operation, @unchecked Sendable {
     // `@unchecked Sendable`: every mutable field of the command lives in `machine`, guarded by its
-    // lock (one allocation holding the lock and the state), except `orderWord`, guarded by
-    // `EdgeOrder.lock`.
-    let machine: Locked<CommandStateMachine>
+    // lock (one allocation holding the lock and the state, with no object header: destroyed in
+    // `deinit`), except `orderWord`, guarded by `EdgeOrder.lock`.
+    let machine: OwnedLocked<CommandStateMachine>
 
     /// The command's place in the process-wide dependency order and whether a command depends on it
     /// (see ``EdgeOrder``). Guarded by `EdgeOrder.lock`.
     @exclusivity(unchecked) var orderWord: Int64
 
     override init() {
-        machine = Locked(CommandStateMachine())
+        machine = OwnedLocked(CommandStateMachine())
         orderWord = EdgeOrder.initialWord(creationIndex: CommandCounters.created())
         super.init()
     }
@@ -111,5 +111,7 @@ open class CommandNode: Operation, @unchecked Sendable {
     deinit {
         // Here, not in `Command`'s deinit: every node made counts as made and as released.
         CommandCounters.released()
+        // After `Command`'s deinit, the last to use the state.
+        machine.destroy()
     }
 }

@@ -60,7 +60,7 @@ package struct Locked<Value>: @unchecked Sendable {
 
     /// The in-place claim word beside the lock, for a claim's release without the lock.
     @inline(__always)
-    var claimWord: ClaimWord { storage.withUnsafeMutablePointerToElements { LockStorage<Value>.claimWord($0) } }
+    var claimWord: ClaimWord { storage.withUnsafeMutablePointerToElements { LockWord.claimWord($0) } }
 }
 
 /// Bits beside a command's lock that a thread may read or write without taking it: the in-place claim,
@@ -126,33 +126,14 @@ struct ClaimWord {
     }
 #endif
 
-/// The allocation behind ``Locked``: the value as header, the lock as the single element.
-final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
-    static func make(_ value: Value, contended: Bool = false) -> LockStorage<Value> {
-        let buffer = LockStorage<Value>.create(minimumCapacity: 1) { _ in value }
-        let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
-        storage.withUnsafeMutablePointerToElements { word in
-            #if canImport(Darwin)
-                word.initialize(to: LockWord())
-            #else
-                word.initialize(to: LockWord(kindAndOwner: contended ? COMMAND_LOCK_CONTENDED : 0))
-            #endif
-        }
-        return storage
-    }
-
-    deinit {
-        // The header (the value) is destroyed by ManagedBuffer itself.
-        let held = withUnsafeMutablePointerToElements { word in
-            #if canImport(Darwin)
-                guard os_unfair_lock_trylock(Self.lock(word)) else { return true }
-                os_unfair_lock_unlock(Self.lock(word))
-                return false
-            #else
-                return command_lock_is_held(Self.words(word)) != 0
-            #endif
-        }
-        precondition(!held, "Locked: a lock was destroyed while held")
+extension LockWord {
+    /// A new lock word, released; `contended`: see ``Locked/init(contended:)``.
+    static func make(contended: Bool) -> LockWord {
+        #if canImport(Darwin)
+            LockWord()
+        #else
+            LockWord(kindAndOwner: contended ? COMMAND_LOCK_CONTENDED : 0)
+        #endif
     }
 
     #if canImport(Darwin)
@@ -181,6 +162,67 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
         }
     #endif
 
+    /// Takes the lock (debug builds stop with a message when this thread holds it already).
+    @inline(__always)
+    static func lock(at word: UnsafeMutablePointer<LockWord>) {
+        #if canImport(Darwin)
+            #if DEBUG
+                os_unfair_lock_assert_not_owner(lock(word))
+            #endif
+            os_unfair_lock_lock(lock(word))
+        #else
+            #if DEBUG
+                // A lock this thread holds would never be released: stop with a message instead.
+                let me = command_thread_id()
+                precondition(
+                    command_lock_owner(words(word)) != me, "Locked: a lock taken twice on one thread (a deadlock)")
+            #endif
+            command_lock_lock(words(word))
+            #if DEBUG
+                command_lock_set_owner(words(word), me)
+            #endif
+        #endif
+    }
+
+    /// Releases the lock ``lock(at:)`` took.
+    @inline(__always)
+    static func unlock(at word: UnsafeMutablePointer<LockWord>) {
+        #if canImport(Darwin)
+            os_unfair_lock_unlock(lock(word))
+        #else
+            #if DEBUG
+                command_lock_set_owner(words(word), 0)
+            #endif
+            command_lock_unlock(words(word))
+        #endif
+    }
+
+    /// Stops the process if the lock is held: it is about to be destroyed.
+    static func checkNotHeld(at word: UnsafeMutablePointer<LockWord>) {
+        #if canImport(Darwin)
+            let held = !os_unfair_lock_trylock(lock(word))
+            if !held { os_unfair_lock_unlock(lock(word)) }
+        #else
+            let held = command_lock_is_held(words(word)) != 0
+        #endif
+        precondition(!held, "Locked: a lock was destroyed while held")
+    }
+}
+
+/// The allocation behind ``Locked``: the value as header, the lock as the single element.
+final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
+    static func make(_ value: Value, contended: Bool = false) -> LockStorage<Value> {
+        let buffer = LockStorage<Value>.create(minimumCapacity: 1) { _ in value }
+        let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
+        storage.withUnsafeMutablePointerToElements { $0.initialize(to: LockWord.make(contended: contended)) }
+        return storage
+    }
+
+    deinit {
+        // The header (the value) is destroyed by ManagedBuffer itself.
+        withUnsafeMutablePointerToElements { LockWord.checkNotHeld(at: $0) }
+    }
+
     @inline(__always)
     func withLock<Result>(_ body: (inout Value, ClaimWord) throws -> Result) rethrows -> Result {
         let (value, word) = acquire()
@@ -194,40 +236,76 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockWord> {
     @inline(__always)
     func acquire() -> (value: UnsafeMutablePointer<Value>, word: ClaimWord) {
         withUnsafeMutablePointers { value, word in
-            #if canImport(Darwin)
-                #if DEBUG
-                    os_unfair_lock_assert_not_owner(Self.lock(word))
-                #endif
-                os_unfair_lock_lock(Self.lock(word))
-            #else
-                #if DEBUG
-                    // A lock this thread holds would never be released: stop with a message instead.
-                    let me = command_thread_id()
-                    precondition(
-                        command_lock_owner(Self.words(word)) != me,
-                        "Locked: a lock taken twice on one thread (a deadlock)")
-                #endif
-                command_lock_lock(Self.words(word))
-                #if DEBUG
-                    command_lock_set_owner(Self.words(word), me)
-                #endif
-            #endif
-            return (value, Self.claimWord(word))
+            LockWord.lock(at: word)
+            return (value, LockWord.claimWord(word))
         }
     }
 
     /// Releases the lock ``acquire()`` took.
     @inline(__always)
-    func release() {
-        withUnsafeMutablePointerToElements { word in
-            #if canImport(Darwin)
-                os_unfair_lock_unlock(Self.lock(word))
-            #else
-                #if DEBUG
-                    command_lock_set_owner(Self.words(word), 0)
-                #endif
-                command_lock_unlock(Self.words(word))
-            #endif
-        }
+    func release() { withUnsafeMutablePointerToElements { LockWord.unlock(at: $0) } }
+}
+
+/// A value and its lock in one allocation with no object header: the lock word, then the value (16
+/// bytes fewer than a ``Locked``, whose `ManagedBuffer` is an object: a command's state and lock are a
+/// 272-byte block instead of 288). Owned by one object, which never copies it out and calls
+/// ``destroy()`` in its `deinit` (a command's `machine`); the same calls as ``Locked`` otherwise.
+struct OwnedLocked<Value>: @unchecked Sendable {
+    // `@unchecked Sendable`: the value is only reached through `withLock` / `acquire`, under the lock.
+    private let word: UnsafeMutablePointer<LockWord>
+
+    /// Where the value starts: after the lock word, aligned for the value.
+    private static var valueOffset: Int {
+        let alignment = MemoryLayout<Value>.alignment
+        return (MemoryLayout<LockWord>.size + alignment - 1) / alignment * alignment
     }
+
+    init(_ value: Value) {
+        let raw = UnsafeMutableRawPointer.allocate(
+            byteCount: Self.valueOffset + MemoryLayout<Value>.size,
+            alignment: max(MemoryLayout<LockWord>.alignment, MemoryLayout<Value>.alignment))
+        word = raw.initializeMemory(as: LockWord.self, repeating: LockWord.make(contended: false), count: 1)
+        (raw + Self.valueOffset).initializeMemory(as: Value.self, repeating: value, count: 1)
+    }
+
+    @inline(__always)
+    private var value: UnsafeMutablePointer<Value> {
+        (UnsafeMutableRawPointer(word) + Self.valueOffset).assumingMemoryBound(to: Value.self)
+    }
+
+    /// Destroys the value and frees the allocation: by the owner's `deinit`, once (stops the process if
+    /// the lock is held).
+    func destroy() {
+        LockWord.checkNotHeld(at: word)
+        value.deinitialize(count: 1)
+        word.deinitialize(count: 1)
+        UnsafeMutableRawPointer(word).deallocate()
+    }
+
+    @inline(__always)
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        try withLockAndClaimWord { value, _ in try body(&value) }
+    }
+
+    /// See ``Locked/withLockAndClaimWord(_:)``.
+    @inline(__always)
+    func withLockAndClaimWord<Result>(_ body: (inout Value, ClaimWord) throws -> Result) rethrows -> Result {
+        let (value, word) = acquire()
+        defer { release() }
+        return try body(&value.pointee, word)
+    }
+
+    /// See ``Locked/acquire()``.
+    @inline(__always)
+    func acquire() -> (value: UnsafeMutablePointer<Value>, word: ClaimWord) {
+        LockWord.lock(at: word)
+        return (value, LockWord.claimWord(word))
+    }
+
+    @inline(__always)
+    func release() { LockWord.unlock(at: word) }
+
+    /// See ``Locked/claimWord``.
+    @inline(__always)
+    var claimWord: ClaimWord { LockWord.claimWord(word) }
 }
