@@ -102,6 +102,69 @@ import Testing
         #expect(released == nil, "the tail released its elements")
     }
 
+    /// A command's observer records (`ObserverList`, no array header: the count in the first record):
+    /// against an array doing the same appends and removals at every position, with copies kept (each
+    /// keeps its own records: copy on write), a whole record written over the first (the count stays),
+    /// one record's block 64 bytes, and the sinks released with the list.
+    @Test func observerList_matchesAnArray_copiesOnWrite_andReleasesItsSinks() {
+        final class Sink: Sendable {}
+        func record(_ id: UInt64) -> ObserverRecord {
+            ObserverRecord(id: id, context: .immediate, kind: .events, sink: Sink(), cursor: Int(id))
+        }
+        var list = ObserverList()
+        var model: [UInt64] = []
+        var copies: [(ObserverList, [UInt64])] = []
+        var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for step in 0..<600 {
+            random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let roll = Int(random >> 33)
+            if model.isEmpty || roll % 3 != 0 {
+                list.append(record(UInt64(step)))
+                model.append(UInt64(step))
+            } else {
+                let index = roll % model.count
+                list.remove(at: index)
+                model.remove(at: index)
+            }
+            if step % 37 == 0 { copies.append((list, model)) }
+            #expect(list.count == model.count && list.isEmpty == model.isEmpty)
+            #expect((0..<list.count).map { list[$0].id } == model, "step \(step)")
+        }
+        for (copy, expected) in copies {
+            #expect((0..<copy.count).map { copy[$0].id } == expected && copy.count == expected.count)
+        }
+        // A write through a copy that shares the buffer leaves the original alone.
+        var branch = list
+        branch[0].cursor = -1
+        #expect(branch[0].cursor == -1 && list[0].cursor != -1)
+        branch[0] = record(9_999)
+        #expect(branch.count == list.count && branch[0].id == 9_999, "a whole first record keeps the count")
+        branch.setFirstCursorUnshared(-2)
+        #expect(branch[0].cursor == -2 && list[0].cursor != -2)
+
+        var one = ObserverList()
+        one.append(record(1))
+        #expect(one.onlyRecord?.pointee.id == 1)
+        // Room for one record: 16 + 40 bytes asked for (a 64-byte block), not the 80-byte array.
+        #expect(one.withBufferForTesting { $0.capacity } == 1)
+        one.append(record(2))
+        #expect(one.onlyRecord == nil && one.count == 2)
+
+        weak var released: AnyObject?
+        do {
+            var owner = ObserverList()
+            for id in 0..<5 {
+                let sink = Sink()
+                released = sink
+                owner.append(ObserverRecord(id: UInt64(id), context: .immediate, kind: .events, sink: sink, cursor: 0))
+            }
+            #expect(released != nil && owner.count == 5)
+            owner.remove(at: 0)
+            #expect(released != nil, "the last sink is still held")
+        }
+        #expect(released == nil, "the buffer released its records' sinks")
+    }
+
     @Test func anErrorIsOneReferenceWide() {
         #expect(MemoryLayout<CommandError>.size == MemoryLayout<AnyObject>.size)
         #expect(MemoryLayout<Termination>.size <= 9)

@@ -89,35 +89,27 @@ extension CommandStateMachine {
         // A kept stage's common case (a combinator node, `replay` `.latest`): the same, with the log's one
         // kept value replaced in place (no append, no trim, no loop over the observers).
         // The claim goes in `word` (free unless an earlier claim's thread has not cleared it yet).
-        if claimInPlace && observers.count == 1 && observers[0].kind == .events && !observers[0].scheduled
-            && observers[0].context.isImmediate && observers[0].cursor == index && word.isFree
-            && (replay == .none ? log.skipIfEmpty() : replay == .latest && log.replaceOnlyValue(with: value))
+        if claimInPlace, let only = observers.onlyRecord, only.pointee.kind == .events, !only.pointee.scheduled,
+            only.pointee.context.isImmediate, only.pointee.cursor == index, word.isFree,
+            replay == .none ? log.skipIfEmpty() : replay == .latest && log.replaceOnlyValue(with: value)
         {
             advanceOnlyObserverInPlace(to: index &+ 1)
             word.claim()
             claim = InPlaceClaim(
-                observer: observers[0].id, box: Unmanaged.passUnretained(observers[0].sink), lockFree: true)
+                observer: only.pointee.id, box: Unmanaged.passUnretained(only.pointee.sink), lockFree: true)
             return true
         }
         sendToEveryObserver(value, at: index, claimInPlace: claimInPlace, wakeups: &wakeups, claim: &claim)
         return true
     }
 
-    /// `observers[0].cursor = cursor`, written in the array's buffer without the copy-on-write check
-    /// (a call to the runtime and registers saved around it, on every value a kept stage sends): the
-    /// records are never copied out of the lock round that reads them (the state lives in its lock's
-    /// storage, and no function returns or keeps `observers`), so the state's reference is the only
-    /// one. Debug builds check that it is.
+    /// `observers[0].cursor = cursor`, written without the copy-on-write check (see
+    /// ``ObserverList/setFirstCursorUnshared(_:)``): the records are never copied out of the lock
+    /// round that reads them (the state lives in its lock's storage, and no function returns or keeps
+    /// `observers`), so the state's reference is the only one.
     @inline(__always)
     private mutating func advanceOnlyObserverInPlace(to cursor: Int) {
-        #if DEBUG
-            let shared = observers.withUnsafeBufferPointer { $0.baseAddress }
-            observers.withUnsafeMutableBufferPointer { _ in }  // copies the buffer if it was shared
-            precondition(
-                shared == observers.withUnsafeBufferPointer { $0.baseAddress },
-                "CommandStateMachine: the observers' records were shared outside the lock")
-        #endif
-        observers.withUnsafeBufferPointer { UnsafeMutablePointer(mutating: $0.baseAddress!).pointee.cursor = cursor }
+        observers.setFirstCursorUnshared(cursor)
     }
 
     /// `send`'s general case: the value appended to the log and each idle events observer woken (or

@@ -88,7 +88,7 @@ struct CommandStateMachine: Sendable {
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var log = ValueLog()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
-    var observers: [ObserverRecord] = []
+    var observers = ObserverList()
     /// (Used by the delivery half in `CommandStateMachine+Delivery.swift`.)
     var nextObserverID: UInt64 = 0
     /// What `run` returned: cancelled on cancel, released when the command ends (set in `runReturned`,
