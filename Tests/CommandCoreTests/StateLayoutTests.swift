@@ -28,7 +28,8 @@ import Testing
         #expect(MemoryLayout<CommandTiming>.size <= 36, "\(MemoryLayout<CommandTiming>.size)")
         #expect(MemoryLayout<LockWord>.size <= 8, "the lock beside the state")
         // An observer's record: 64 bytes while a context kept a run loop's mode inline (25 bytes);
-        // one observer's array is then a 96-byte block instead of a 112-byte one.
+        // one observer's array is then a 96-byte block instead of a 112-byte one, and 64 bytes since
+        // the records are an `ObserverList` (no array header: the count in the first record's padding).
         #expect(MemoryLayout<CallbackContext>.size <= 8)
         #expect(MemoryLayout<ObserverRecord>.stride <= 40, "\(MemoryLayout<ObserverRecord>.stride)")
     }
