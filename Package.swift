@@ -103,7 +103,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ValuePath",
-            dependencies: ["CommandGraph"],
+            dependencies: ["CommandGraph", "ExampleSupport"],
             path: "Examples/ValuePath"
         ),
         .executableTarget(

@@ -97,55 +97,23 @@ func runGraph(_ shape: String, _ count: Int) -> Phases {
     return phases
 }
 
-/// graph-dag's edges on `BlockOperation`s: each node counts its unfinished dependencies (under its
-/// lock) and is added to one shared queue when the count reaches 0; the main thread waits until every
-/// node's block returned (counted after its dependents were enqueued: the nodes are released after).
+/// graph-dag's edges on `BlockOperation`s run by the hand-written executor (`HandWrittenGraph`); the
+/// main thread waits until every node's block returned.
 func runOperations(_ count: Int) -> Phases {
-    final class Node: @unchecked Sendable {
-        // `remaining` is guarded by `lock`; `operation` and `dependents` are set before the run.
-        let lock = NSLock()
-        var remaining = 0
-        var dependents: [Node] = []
-        var operation: BlockOperation?
-    }
     var phases = Phases()
     let start = DispatchTime.now().uptimeNanoseconds
     do {
-        let queue = OperationQueue()
-        let nodes = (0..<count).map { _ in Node() }
-        let unfinished = Locked(count)
-        let done = DispatchSemaphore(value: 0)
-        for node in nodes {
-            node.operation = BlockOperation { [unowned node] in
-                for dependent in node.dependents {
-                    dependent.lock.lock()
-                    dependent.remaining -= 1
-                    let ready = dependent.remaining == 0
-                    dependent.lock.unlock()
-                    if ready, let operation = dependent.operation { queue.addOperation(operation) }
-                }
-                if unfinished.withLock({ value -> Int in
-                    value -= 1
-                    return value
-                }) == 0 {
-                    done.signal()
-                }
-            }
-        }
+        let graph = HandWrittenGraph(count: count)
         phases.create = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count)
         var random: UInt64 = 0x9E37_79B9_7F4A_7C15
         for index in 1..<count {
             for _ in 0..<min(3, index) {
                 random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-                let picked = nodes[Int((random >> 33) % UInt64(index))]
-                picked.dependents.append(nodes[index])
-                nodes[index].remaining += 1
+                graph.addEdge(from: Int((random >> 33) % UInt64(index)), to: index)
             }
         }
         phases.build = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count) - phases.create
-        queue.addOperation(nodes[0].operation!)
-        done.wait()
-        for node in nodes { node.operation = nil }
+        graph.run(waitingFor: .all)
     }
     phases.run = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count) - phases.build - phases.create
     return phases

@@ -12,6 +12,7 @@
 //     valgrind --tool=callgrind .build/release/ValuePath map100 10000
 //     valgrind --tool=callgrind .build/release/ValuePath map100 30000
 import CommandGraph
+import ExampleSupport
 import Foundation
 
 final class Counter: @unchecked Sendable {
@@ -30,36 +31,9 @@ guard arguments.count == 3, let values = Int(arguments[2]) else {
 if arguments[1] == "handwritten" {
     // The Graph suite's hand-written baseline: BlockOperations with a count of unfinished
     // dependencies each, enqueued on one shared queue only once their dependencies finished.
-    final class Node: @unchecked Sendable {
-        // `remaining` is guarded by `lock`; `operation` and `dependents` are set before the run.
-        let lock = NSLock()
-        var remaining = 0
-        var dependents: [Node] = []
-        var operation: BlockOperation?
-    }
-    let queue = OperationQueue()
-    let done = DispatchSemaphore(value: 0)
-    let nodes = (0..<values).map { _ in Node() }
-    for index in 1..<values {
-        nodes[index].remaining = 1
-        nodes[index - 1].dependents.append(nodes[index])
-    }
-    for (index, node) in nodes.enumerated() {
-        let isLast = index == values - 1
-        node.operation = BlockOperation { [unowned node] in
-            for dependent in node.dependents {
-                dependent.lock.lock()
-                dependent.remaining -= 1
-                let ready = dependent.remaining == 0
-                dependent.lock.unlock()
-                if ready, let operation = dependent.operation { queue.addOperation(operation) }
-            }
-            if isLast { done.signal() }
-        }
-    }
-    queue.addOperation(nodes[0].operation!)
-    done.wait()
-    for node in nodes { node.operation = nil }
+    let graph = HandWrittenGraph(count: values)
+    for index in 1..<values { graph.addEdge(from: index - 1, to: index) }
+    graph.run(waitingFor: .node(values - 1))
     print("handwritten: \(values) operations")
     exit(0)
 }
